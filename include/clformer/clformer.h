@@ -1,0 +1,299 @@
+/*
+ * clformer — Transformer inference on any OpenCL device.
+ *
+ * Usage (errors elided; every call returns a clf_status):
+ *
+ *     clf_context_params p = clf_context_default_params();
+ *     p.device_spec = "cpu";                  // or NULL: $CLF_DEVICE, else first GPU, else CPU
+ *     clf_context *ctx;
+ *     if (clf_context_create(&ctx, &p) != CLF_SUCCESS) { ... }
+ *
+ *     int64_t shape[2] = {4, 1000};
+ *     clf_tensor *x;
+ *     clf_tensor_create(ctx, CLF_F32, 2, shape, &x);
+ *     clf_tensor_write(x, host_data, 4 * 1000 * sizeof(float));
+ *     clf_softmax(ctx, x, x, NULL);            // in place, no mask
+ *     clf_tensor_read(x, host_data, 4 * 1000 * sizeof(float));
+ *     clf_tensor_free(x);
+ *     clf_context_free(ctx);
+ *
+ * Conventions
+ * - Every call returns clf_status. CLF_SUCCESS is 0, OpenCL errors pass through with their own
+ *   (negative, > -1000) values, library errors are CLF_ERROR_* (<= -1000). After an error,
+ *   clf_context_last_error() says what went wrong (argument, shapes, a kernel's build log).
+ * - A call that fails on bad input changes nothing: validation happens before any work is queued.
+ * - The library never prints, aborts or exits, and has no global mutable state. A context (and
+ *   the tensors made from it) must be used by one thread at a time; use one context per thread
+ *   for concurrency. Contexts may share an OpenCL device.
+ * - Tensors are row-major, up to CLF_MAX_DIMS dimensions, shapes are int64_t.
+ * - Ops run asynchronously on the context's in-order queue; clf_tensor_read() or
+ *   clf_context_finish() waits for them.
+ */
+#ifndef CLFORMER_CLFORMER_H
+#define CLFORMER_CLFORMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(CLF_SHARED_BUILD)
+#define CLF_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define CLF_API __attribute__((visibility("default")))
+#else
+#define CLF_API
+#endif
+
+#define CLF_VERSION_MAJOR 0
+#define CLF_VERSION_MINOR 1
+#define CLF_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status codes */
+
+typedef int32_t clf_status;
+
+enum {
+    CLF_SUCCESS = 0,
+    /* OpenCL's own error codes (-1 .. -999) are returned unchanged. */
+    CLF_ERROR_INVALID_ARGUMENT = -1000, /* NULL pointer, bad enum, eps <= 0, ... */
+    CLF_ERROR_SHAPE_MISMATCH = -1001,   /* tensor shapes do not fit together */
+    CLF_ERROR_UNSUPPORTED = -1002,      /* dtype/feature not supported on this device */
+    CLF_ERROR_OUT_OF_MEMORY = -1003,    /* host allocation failed */
+    CLF_ERROR_BUILD_FAILED = -1004,     /* kernel compilation failed (log in last_error) */
+    CLF_ERROR_IO = -1005,               /* file could not be read or written */
+    CLF_ERROR_BAD_FORMAT = -1006,       /* corrupt or malformed file */
+    CLF_ERROR_NO_DEVICE = -1007,        /* no OpenCL device, or none matches the spec */
+    CLF_ERROR_SIZE_LIMIT = -1008,       /* size over a device limit or size_t overflow */
+    CLF_ERROR_CLBLAST = -1009,          /* CLBlast reported an error */
+    CLF_ERROR_OUT_OF_RANGE = -1010,     /* an index (token id, position) out of range */
+    CLF_ERROR_INTERNAL = -1011          /* a bug in clformer: please report it */
+};
+
+/* Static description of a status; never NULL. */
+CLF_API const char *clf_strerror(clf_status status);
+
+/* ---------------------------------------------------------------- devices */
+
+#define CLF_NAME_LEN 256
+
+typedef enum {
+    CLF_DEVICE_CPU = 1,
+    CLF_DEVICE_GPU = 2,
+    CLF_DEVICE_ACCELERATOR = 3,
+    CLF_DEVICE_OTHER = 4
+} clf_device_type;
+
+typedef struct clf_device_info {
+    uint32_t global_index;   /* position in clf_device_list() order */
+    uint32_t platform_index; /* platform number, as clGetPlatformIDs orders them */
+    uint32_t device_index;   /* device number within the platform */
+    char platform_name[CLF_NAME_LEN];
+    char name[CLF_NAME_LEN];
+    char vendor[CLF_NAME_LEN];
+    char driver_version[CLF_NAME_LEN];
+    char device_version[CLF_NAME_LEN];   /* "OpenCL 1.2 ..." */
+    char opencl_c_version[CLF_NAME_LEN]; /* "OpenCL C 1.2 ..." */
+    clf_device_type type;
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    uint64_t local_mem_bytes;
+    int local_mem_dedicated; /* 1: on-chip scratchpad (GPU); 0: ordinary memory (CPU) */
+    uint64_t max_work_group_size;
+    uint32_t preferred_vector_width_float;
+    uint32_t native_vector_width_float;
+    int has_fp16;
+    int has_fp64;
+    int has_subgroups;
+} clf_device_info;
+
+/* Lists every device of every platform. Writes up to `capacity` entries to `infos` (may be NULL
+ * when capacity is 0) and the total number to *count. No platform at all yields *count = 0 and
+ * CLF_SUCCESS. */
+CLF_API clf_status clf_device_list(clf_device_info *infos, uint32_t capacity, uint32_t *count);
+
+/* Picks a device by spec (see clf_context_params.device_spec). On failure writes a message naming
+ * the existing devices to msg (if msg != NULL). */
+CLF_API clf_status clf_device_select(const char *spec, clf_device_info *out, char *msg,
+                                     size_t msg_size);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct clf_context clf_context;
+
+typedef struct clf_context_params {
+    /* Device choice: "gpu", "cpu", "accelerator", a global index ("0"), "platform:device"
+     * ("1:0"), or a case-insensitive substring of the vendor, platform or device name
+     * ("nvidia", "intel", "amd", "pthread"). NULL: $CLF_DEVICE, else the first GPU, else the
+     * first CPU, else the first device. */
+    const char *device_spec;
+    int enable_profiling; /* 1: time every kernel (clf_context_profile) */
+    int disk_cache;       /* 1 (default): keep built programs on disk */
+    const char *cache_dir; /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
+    const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
+    char *error_buf;        /* optional: why clf_context_create failed (no context to ask) */
+    size_t error_buf_size;
+} clf_context_params;
+
+CLF_API clf_context_params clf_context_default_params(void);
+
+/* Creates a context, its OpenCL context and an in-order queue on the chosen device. */
+CLF_API clf_status clf_context_create(clf_context **out, const clf_context_params *params);
+
+/* Wraps an application's own OpenCL objects; they are retained and released by the context, so
+ * the application and clformer (and CLBlast) share the queue. params may be NULL. The queue must
+ * be in-order; profiling is used only if the queue was created with it. */
+CLF_API clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_ctx,
+                                              cl_device_id device, cl_command_queue queue,
+                                              const clf_context_params *params);
+
+CLF_API void clf_context_free(clf_context *ctx);
+
+/* The detail message of the last failed call on this context ("" if none). Valid until the next
+ * call on the context. */
+CLF_API const char *clf_context_last_error(const clf_context *ctx);
+
+CLF_API clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out);
+CLF_API cl_context clf_context_cl_context(const clf_context *ctx);
+CLF_API cl_device_id clf_context_cl_device(const clf_context *ctx);
+CLF_API cl_command_queue clf_context_cl_queue(const clf_context *ctx);
+
+/* Waits for all queued work. */
+CLF_API clf_status clf_context_finish(clf_context *ctx);
+
+/* Builds every library program and creates every kernel now instead of at first use. */
+CLF_API clf_status clf_context_warmup(clf_context *ctx);
+
+/* Overrides a kernel tunable, e.g. ("softmax.WG", 64). The program that reads it is rebuilt at
+ * its next use. Unknown names or values <= 0 are CLF_ERROR_INVALID_ARGUMENT. */
+CLF_API clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t value);
+/* Reads the value in force (override, else the device-type default). */
+CLF_API clf_status clf_context_get_tunable(const clf_context *ctx, const char *name,
+                                           int64_t *value);
+
+/* Statistics of the program cache since the context was created. */
+typedef struct clf_cache_stats {
+    uint32_t programs_built_from_source;
+    uint32_t programs_loaded_from_disk;
+    uint32_t programs_from_memory;
+} clf_cache_stats;
+CLF_API clf_status clf_context_cache_stats(const clf_context *ctx, clf_cache_stats *out);
+
+/* With enable_profiling: total device time of kernels run since the last reset, and how many. */
+CLF_API clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns,
+                                       uint64_t *kernel_count);
+CLF_API clf_status clf_context_profile_reset(clf_context *ctx);
+
+/* Builds (through the context's program cache) a kernel from caller-provided OpenCL C source;
+ * the caller releases the returned kernel. A source that does not compile yields
+ * CLF_ERROR_BUILD_FAILED with the full build log in clf_context_last_error(). */
+CLF_API clf_status clf_context_build_kernel(clf_context *ctx, const char *source,
+                                            const char *options, const char *kernel_name,
+                                            cl_kernel *out);
+
+/* ---------------------------------------------------------------- tensors */
+
+#define CLF_MAX_DIMS 4
+
+typedef enum { CLF_F32 = 0, CLF_F16 = 1, CLF_I32 = 2 } clf_dtype;
+
+typedef struct clf_tensor clf_tensor;
+
+/* Allocates an uninitialized device tensor. Sizes are checked for overflow and against the
+ * device's max allocation. */
+CLF_API clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim,
+                                     const int64_t *shape, clf_tensor **out);
+CLF_API void clf_tensor_free(clf_tensor *t);
+
+/* Blocking transfers; `bytes` must equal clf_tensor_bytes(t). */
+CLF_API clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes);
+CLF_API clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes);
+/* Sets every element to value (converted to the dtype; I32 takes the integer part). */
+CLF_API clf_status clf_tensor_fill(clf_tensor *t, double value);
+/* Copies src into dst (same dtype and element count). */
+CLF_API clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src);
+/* Changes the shape in place; the element count must stay the same. */
+CLF_API clf_status clf_tensor_reshape(clf_tensor *t, int ndim, const int64_t *shape);
+
+CLF_API int clf_tensor_ndim(const clf_tensor *t);
+CLF_API int64_t clf_tensor_dim(const clf_tensor *t, int i); /* negative i counts from the end */
+CLF_API int64_t clf_tensor_numel(const clf_tensor *t);
+CLF_API size_t clf_tensor_bytes(const clf_tensor *t);
+CLF_API clf_dtype clf_tensor_dtype(const clf_tensor *t);
+CLF_API cl_mem clf_tensor_cl_mem(const clf_tensor *t);
+CLF_API size_t clf_dtype_size(clf_dtype dtype);
+
+/* ---------------------------------------------------------------- row ops
+ * Memory-bound kernels of every Transformer layer. All take f32 tensors, work over the last
+ * dimension, and allow out to be the input (in place). Shapes are checked before anything is
+ * queued; a failing call writes nothing.
+ */
+
+/* Which keys a query may see, as the seeds' masked_softmax(X, valid_lens) plus a causal mask.
+ * For scores x of shape (B, ..., Nq, Nk) (a 2-D x is one matrix, B = 1):
+ *   valid_lens: I32 tensor (B) — batch b sees keys 0 .. valid_lens[b]-1 — or (B, Nq) — query q
+ *               of batch b sees keys 0 .. valid_lens[b, q]-1; NULL for none. Values are clamped
+ *               to 0 .. Nk.
+ *   causal:     1: query q (absolute position causal_offset + q) sees keys 0 .. causal_offset+q,
+ *               for decoding with a KV cache where Nk = causal_offset + Nq.
+ * Both may be combined. A query that sees no key gets all zeros (never NaN). */
+typedef struct clf_mask {
+    const clf_tensor *valid_lens;
+    int causal;
+    int64_t causal_offset;
+} clf_mask;
+
+/* out = softmax(x) over the last dimension, masked positions 0. mask may be NULL. */
+CLF_API clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
+                               const clf_mask *mask);
+
+/* out = LayerNorm(x + residual) over the last dimension n (biased variance, as PyTorch):
+ * (z - mean) / sqrt(var + eps) * gamma + beta. residual may be NULL (plain LayerNorm); gamma
+ * and beta are (n); eps > 0 (PyTorch's default is 1e-5). The seeds' AddNorm(X, Y) at inference
+ * is clf_layernorm(ctx, Y, X, gamma, beta, eps, out). */
+CLF_API clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const clf_tensor *residual,
+                                 const clf_tensor *gamma, const clf_tensor *beta, float eps,
+                                 clf_tensor *out);
+
+/* out = x + P[pos_offset + i] for x of shape (B, N, d) or (N, d), row i of each sequence, with
+ * the seeds' sinusoidal table P[p, 2j] = sin(p / 10000^(2j/d)), P[p, 2j+1] = cos(...), computed
+ * in the kernel (any d, odd included). Positions must stay below 2^24 (exact in float). */
+CLF_API clf_status clf_posenc_add(clf_context *ctx, const clf_tensor *x, int64_t pos_offset,
+                                  clf_tensor *out);
+
+/* out[..., :] = table[ids[...], :] * scale (+ P[pos_offset + i] if add_posenc), for I32 ids of
+ * shape (B, N) or (N), table (V, d), out (B, N, d) or (N, d). The seeds' encoder and decoder use
+ * scale = sqrt(d) and add_posenc = 1. An id outside 0 .. V-1 is CLF_ERROR_OUT_OF_RANGE and
+ * nothing is written (ids are read back to check them). */
+CLF_API clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
+                                 float scale, int add_posenc, int64_t pos_offset, clf_tensor *out);
+
+typedef enum {
+    CLF_ACT_IDENTITY = 0,
+    CLF_ACT_RELU = 1,
+    CLF_ACT_GELU_ERF = 2, /* 0.5 x (1 + erf(x / sqrt 2)), PyTorch's default GELU */
+    CLF_ACT_GELU_TANH = 3 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+} clf_activation;
+
+/* out = act(x + bias) with bias (n) broadcast over the rows of x (..., n); bias may be NULL. */
+CLF_API clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor *bias,
+                                clf_activation act, clf_tensor *out);
+
+/* out = a + b, all the same shape (the residual add). */
+CLF_API clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b,
+                           clf_tensor *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLFORMER_CLFORMER_H */

@@ -1,0 +1,105 @@
+/*
+ * layernorm.cl — LayerNorm over the last dimension, optionally of (x + residual):
+ *   z = x + res (or x);  y = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta
+ * with the biased variance, as PyTorch. This is the seeds' AddNorm at inference.
+ *
+ * Three passes over the row (the second and third read it from cache): mean, sum of squared
+ * deviations, output. Values are taken relative to the row's first element (exact for values of
+ * the row's own magnitude), so rows whose mean dwarfs their spread (mean 1e4, std 1) keep full
+ * accuracy.
+ * WG work-items per row (local-memory tree when > 1), RPG rows per work-group. y may alias x or
+ * res: each element is read and written by the same work-item.
+ *
+ * Tunables: VW, WG, RPG (as softmax.cl).
+ */
+#ifndef VW
+#define VW 16 /* floats per vector load: 16 for AVX-512 CPUs, 4 for GPUs */
+#endif
+#ifndef WG
+#define WG 1 /* work-items per row; > 1 reduces through local memory (GPUs) */
+#endif
+#ifndef RPG
+#define RPG 4 /* rows per work-group */
+#endif
+
+#if WG > 1
+/* Sum of v over the WG work-items of row lr (all work-items of the group must call it). */
+inline float layernorm_group_sum(__local float (*red)[WG], int lr, int t, float v) {
+    red[lr][t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = WG / 2; w > 0; w >>= 1) {
+        if (t < w) red[lr][t] += red[lr][t + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = red[lr][0];
+    barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next call */
+    return r;
+}
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, RPG, 1))) void
+layernorm_rows(const __global float *x,     /* (rows, n) */
+               const __global float *res,   /* (rows, n) residual; unused if has_res == 0 */
+               const int has_res,           /* 1: normalize x + res */
+               const __global float *gamma, /* (n) */
+               const __global float *beta,  /* (n) */
+               __global float *y,           /* (rows, n); may be x or res */
+               const long rows, const int n, const float eps) {
+    const int t = get_local_id(0);
+    const int lr = get_local_id(1);
+    const long row = get_global_id(1);
+    const bool active = row < rows;
+    const long off = (active ? row : 0) * (long)n;
+    const __global float *xr = x + off;
+    const __global float *rr = res + (has_res ? off : 0);
+    __global float *yr = y + off;
+    const int len = active ? n : 0;
+
+    const float shift = active ? (has_res ? xr[0] + rr[0] : xr[0]) : 0.0f;
+    const int nv_len = len / VW;
+
+    /* Pass 1: mean of z - shift. */
+    float s1 = 0.0f;
+    for (int c = t; c < nv_len; c += WG) {
+        floatV z = VLOAD(c, xr);
+        if (has_res) z += VLOAD(c, rr);
+        s1 += HSUM(z - shift);
+    }
+    for (int i = nv_len * VW + t; i < len; i += WG) s1 += (has_res ? xr[i] + rr[i] : xr[i]) - shift;
+#if WG > 1
+    __local float red[RPG][WG];
+    s1 = layernorm_group_sum(red, lr, t, s1);
+#endif
+    const float mean = s1 / (float)n; /* mean(z) - shift */
+
+    /* Pass 2: sum of squared deviations (two passes: no cancellation whatever the mean). */
+    float s2 = 0.0f;
+    for (int c = t; c < nv_len; c += WG) {
+        floatV z = VLOAD(c, xr);
+        if (has_res) z += VLOAD(c, rr);
+        floatV d = (z - shift) - mean;
+        s2 += HSUM(d * d);
+    }
+    for (int i = nv_len * VW + t; i < len; i += WG) {
+        float d = ((has_res ? xr[i] + rr[i] : xr[i]) - shift) - mean;
+        s2 += d * d;
+    }
+#if WG > 1
+    s2 = layernorm_group_sum(red, lr, t, s2);
+#endif
+    if (!active) return;
+
+    /* Pass 3: normalize, scale, shift. */
+    const float rstd = rsqrt(s2 / (float)n + eps);
+    const int nv = n / VW;
+    for (int c = t; c < nv; c += WG) {
+        floatV z = VLOAD(c, xr);
+        if (has_res) z += VLOAD(c, rr);
+        z = ((z - shift) - mean) * rstd;
+        VSTORE(z * VLOAD(c, gamma) + VLOAD(c, beta), c, yr);
+    }
+    for (int i = nv * VW + t; i < n; i += WG) {
+        float z = has_res ? xr[i] + rr[i] : xr[i];
+        yr[i] = ((z - shift) - mean) * rstd * gamma[i] + beta[i];
+    }
+}

@@ -1,0 +1,266 @@
+/*
+ * context.c — the clformer context: device choice, OpenCL context and queue, tunables in force,
+ * program cache, profiling counters, last error. Everything mutable lives here.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+clf_context_params clf_context_default_params(void) {
+    clf_context_params p;
+    memset(&p, 0, sizeof(p));
+    p.disk_cache = 1;
+    return p;
+}
+
+static void set_buf(const clf_context_params *p, const char *msg) {
+    if (p && p->error_buf && p->error_buf_size) snprintf(p->error_buf, p->error_buf_size, "%s", msg);
+}
+
+/* Common part of both constructors, after cl_ctx/device/queue are set and retained. */
+static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
+    ctx->error = calloc(1, 1);
+    ctx->tunables = calloc(clf__tunable_count, sizeof(int64_t));
+    if (!ctx->error || !ctx->tunables) return CLF_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < clf__tunable_count; i++)
+        ctx->tunables[i] = clf__tunable_default(&clf__tunable_defs[i], ctx->info.type);
+    ctx->disk_cache = p->disk_cache;
+    if (p->disk_cache) {
+        ctx->cache_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
+        /* No cache folder at all (no HOME): run without a disk cache rather than fail. */
+    }
+    if (p->kernel_dir) {
+        ctx->kernel_dir = strdup(p->kernel_dir);
+        if (!ctx->kernel_dir) return CLF_ERROR_OUT_OF_MEMORY;
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_create(clf_context **out, const clf_context_params *params) {
+    clf_context_params defaults = clf_context_default_params();
+    const clf_context_params *p = params ? params : &defaults;
+    if (!out) {
+        set_buf(p, "clf_context_create: out is NULL");
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    const char *spec = p->device_spec;
+    if (!spec) spec = getenv("CLF_DEVICE");
+
+    clf_context *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx) {
+        set_buf(p, "out of host memory");
+        return CLF_ERROR_OUT_OF_MEMORY;
+    }
+    char msg[2048];
+    clf_status st =
+        clf__device_pick(spec, &ctx->info, &ctx->platform, &ctx->device, msg, sizeof(msg));
+    if (st != CLF_SUCCESS) {
+        set_buf(p, msg);
+        free(ctx);
+        return st;
+    }
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
+                                     0};
+    ctx->cl_ctx = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        snprintf(msg, sizeof(msg), "clCreateContext failed on '%s': %s (%d)", ctx->info.name,
+                 clf_strerror(err), (int)err);
+        set_buf(p, msg);
+        free(ctx);
+        return err;
+    }
+    ctx->profiling = p->enable_profiling ? 1 : 0;
+    ctx->queue = clCreateCommandQueue(ctx->cl_ctx, ctx->device,
+                                      ctx->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS) {
+        snprintf(msg, sizeof(msg), "clCreateCommandQueue failed on '%s': %s (%d)",
+                 ctx->info.name, clf_strerror(err), (int)err);
+        set_buf(p, msg);
+        clf_context_free(ctx);
+        return err;
+    }
+    st = finish_setup(ctx, p);
+    if (st != CLF_SUCCESS) {
+        set_buf(p, "out of host memory");
+        clf_context_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_ctx, cl_device_id device,
+                                      cl_command_queue queue, const clf_context_params *params) {
+    clf_context_params defaults = clf_context_default_params();
+    const clf_context_params *p = params ? params : &defaults;
+    if (!out || !cl_ctx || !device || !queue) {
+        set_buf(p, "clf_context_create_from_cl: NULL argument");
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    cl_context qctx = NULL;
+    cl_device_id qdev = NULL;
+    cl_command_queue_properties qprops = 0;
+    cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(qctx), &qctx, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(qdev), &qdev, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(qprops), &qprops, NULL);
+    if (err != CL_SUCCESS) {
+        set_buf(p, "clf_context_create_from_cl: the queue cannot be queried");
+        return err;
+    }
+    if (qctx != cl_ctx || qdev != device) {
+        set_buf(p, "clf_context_create_from_cl: the queue belongs to another context or device");
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
+    if (qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+        set_buf(p, "clf_context_create_from_cl: the queue must be in-order");
+        return CLF_ERROR_UNSUPPORTED;
+    }
+    clf_context *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx) return CLF_ERROR_OUT_OF_MEMORY;
+    cl_platform_id platform = NULL;
+    err = clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform), &platform, NULL);
+    if (err == CL_SUCCESS) err = clf__device_query(platform, device, &ctx->info);
+    if (err != CL_SUCCESS) {
+        set_buf(p, "clf_context_create_from_cl: the device cannot be queried");
+        free(ctx);
+        return err;
+    }
+    ctx->platform = platform;
+    ctx->cl_ctx = cl_ctx;
+    ctx->device = device;
+    ctx->queue = queue;
+    clRetainContext(cl_ctx);
+    clRetainCommandQueue(queue);
+    ctx->profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) ? 1 : 0;
+    clf_status st = finish_setup(ctx, p);
+    if (st != CLF_SUCCESS) {
+        set_buf(p, "out of host memory");
+        clf_context_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return CLF_SUCCESS;
+}
+
+void clf_context_free(clf_context *ctx) {
+    if (!ctx) return;
+    if (ctx->queue) clFinish(ctx->queue);
+    for (int i = 0; i < CLF_K_COUNT; i++)
+        if (ctx->kernels[i]) clReleaseKernel(ctx->kernels[i]);
+    for (size_t i = 0; i < ctx->n_progs; i++) clReleaseProgram(ctx->progs[i].program);
+    free(ctx->progs);
+    if (ctx->queue) clReleaseCommandQueue(ctx->queue);
+    if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
+    free(ctx->cache_dir);
+    free(ctx->kernel_dir);
+    free(ctx->tunables);
+    free(ctx->error);
+    free(ctx);
+}
+
+clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out) {
+    if (!ctx || !out) return CLF_ERROR_INVALID_ARGUMENT;
+    *out = ctx->info;
+    return CLF_SUCCESS;
+}
+
+cl_context clf_context_cl_context(const clf_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
+cl_device_id clf_context_cl_device(const clf_context *ctx) { return ctx ? ctx->device : NULL; }
+cl_command_queue clf_context_cl_queue(const clf_context *ctx) { return ctx ? ctx->queue : NULL; }
+
+clf_status clf_context_finish(clf_context *ctx) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    cl_int err = clFinish(ctx->queue);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(ctx, err, "clFinish");
+}
+
+clf_status clf_context_warmup(clf_context *ctx) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < CLF_K_COUNT; i++) {
+        cl_kernel k;
+        clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
+        if (st != CLF_SUCCESS) return st;
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t value) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    int i = clf__tunable_find(name);
+    if (i < 0)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown tunable '%s'",
+                         name ? name : "(null)");
+    const clf_tunable_def *d = &clf__tunable_defs[i];
+    if (value <= 0 || value > d->max || (d->pow2 && (value & (value - 1))))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "tunable %s = %lld: must be in 1..%lld%s", name, (long long)value,
+                         (long long)d->max, d->pow2 ? " and a power of two" : "");
+    if (ctx->tunables[i] == value) return CLF_SUCCESS;
+    ctx->tunables[i] = value;
+    /* Rebuild that program (through the cache) at next use. */
+    ctx->lib_prog[d->prog] = NULL;
+    for (int k = 0; k < CLF_K_COUNT; k++) {
+        if (clf__kernel_defs[k].prog == d->prog && ctx->kernels[k]) {
+            clReleaseKernel(ctx->kernels[k]);
+            ctx->kernels[k] = NULL;
+        }
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_get_tunable(const clf_context *ctx, const char *name, int64_t *value) {
+    if (!ctx || !value) return CLF_ERROR_INVALID_ARGUMENT;
+    int i = clf__tunable_find(name);
+    if (i < 0) return CLF_ERROR_INVALID_ARGUMENT;
+    *value = ctx->tunables[i];
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_cache_stats(const clf_context *ctx, clf_cache_stats *out) {
+    if (!ctx || !out) return CLF_ERROR_INVALID_ARGUMENT;
+    *out = ctx->stats;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns, uint64_t *kernel_count) {
+    if (!ctx || !kernel_ns) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!ctx->profiling)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "profiling is off: create the context with enable_profiling = 1");
+    *kernel_ns = ctx->prof_ns;
+    if (kernel_count) *kernel_count = ctx->prof_count;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_profile_reset(clf_context *ctx) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    ctx->prof_ns = 0;
+    ctx->prof_count = 0;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_context_build_kernel(clf_context *ctx, const char *source, const char *options,
+                                    const char *kernel_name, cl_kernel *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!source || !kernel_name || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_context_build_kernel: source, kernel_name and out are required");
+    cl_program prog;
+    clf_status st = clf__program_get(ctx, source, options ? options : "", &prog);
+    if (st != CLF_SUCCESS) return st;
+    cl_int err;
+    *out = clCreateKernel(prog, kernel_name, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        return clf__fail(ctx, err, "clCreateKernel('%s') failed: %s (%d)", kernel_name,
+                         clf_strerror(err), (int)err);
+    }
+    return CLF_SUCCESS;
+}

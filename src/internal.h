@@ -1,0 +1,192 @@
+/*
+ * internal.h — what the library's source files share and the public header does not show:
+ * the context and tensor structs, the program/kernel registry, tunables, error helpers.
+ * Tests include it too (they link the static library) to check host-only logic.
+ */
+#ifndef CLFORMER_INTERNAL_H
+#define CLFORMER_INTERNAL_H
+
+#include "clformer/clformer.h"
+
+#include <stdarg.h>
+#include <strings.h>
+#include <stdbool.h>
+
+/* ---------------------------------------------------------------- library programs */
+
+/* One entry per kernels/<name>.cl file (besides common.cl, which is prepended to each). */
+typedef enum {
+    CLF_PROG_SOFTMAX = 0,
+    CLF_PROG_LAYERNORM,
+    CLF_PROG_POSENC,
+    CLF_PROG_ELEMENTWISE,
+    CLF_PROG_COUNT
+} clf_prog_id;
+
+/* Every kernel of every library program. */
+typedef enum {
+    CLF_K_SOFTMAX = 0,
+    CLF_K_LAYERNORM,
+    CLF_K_POSENC, /* embedding gather and/or positional encoding */
+    CLF_K_BIAS_ACT,
+    CLF_K_ADD,
+    CLF_K_COUNT
+} clf_kernel_id;
+
+typedef struct clf_kernel_def {
+    clf_prog_id prog;
+    const char *name; /* __kernel function name */
+} clf_kernel_def;
+
+extern const char *const clf__prog_names[CLF_PROG_COUNT]; /* file stem, e.g. "softmax" */
+extern const clf_kernel_def clf__kernel_defs[CLF_K_COUNT];
+
+/* Generated at build time from kernels/\*.cl (see cmake/embed_kernels.cmake). */
+typedef struct clf_embedded_source {
+    const char *name; /* file stem */
+    const char *text;
+} clf_embedded_source;
+extern const clf_embedded_source clf__embedded_sources[];
+extern const size_t clf__embedded_count;
+const char *clf__embedded_find(const char *name);
+
+/* ---------------------------------------------------------------- tunables */
+
+typedef struct clf_tunable_def {
+    const char *name; /* "<program>.<MACRO>", e.g. "softmax.WG"; MACRO is the -D name */
+    clf_prog_id prog;
+    int64_t cpu;      /* default on CPU devices (PoCL habits: wide vectors, tiny groups) */
+    int64_t gpu;      /* default on GPUs (coalesced loads, large groups) */
+    int64_t fallback; /* any other device type */
+    int pow2;         /* 1: value must be a power of two */
+    int64_t max;      /* largest accepted value */
+} clf_tunable_def;
+
+extern const clf_tunable_def clf__tunable_defs[];
+extern const size_t clf__tunable_count;
+
+/* Index of a tunable by full name, or -1. */
+int clf__tunable_find(const char *name);
+/* Default for a device type. */
+int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
+/* Writes the -D options of program `prog` from `values` (one per tunable) into buf.
+ * Returns 0, or -1 if buf is too small. */
+int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
+                       size_t size);
+
+/* ---------------------------------------------------------------- program cache */
+
+typedef struct clf_prog_entry {
+    uint64_t key[2];
+    cl_program program;
+} clf_prog_entry;
+
+/* 128-bit key over (source, options, device name, driver version, platform, format version). */
+void clf__cache_key(const char *source, const char *options, const clf_device_info *dev,
+                    uint64_t key[2]);
+/* File name "<32 hex digits>.bin" of a key. */
+void clf__cache_file_name(const uint64_t key[2], char out[40]);
+/* Default cache folder from the environment ($XDG_CACHE_HOME/clformer, else
+ * $HOME/.cache/clformer); NULL if neither is set. The caller frees. */
+char *clf__default_cache_dir(void);
+
+/* ---------------------------------------------------------------- context and tensor */
+
+struct clf_context {
+    cl_platform_id platform;
+    cl_context cl_ctx;
+    cl_device_id device;
+    cl_command_queue queue;
+    clf_device_info info;
+
+    int profiling;
+    uint64_t prof_ns, prof_count;
+
+    int disk_cache;
+    char *cache_dir;  /* owned; NULL when the disk cache is off */
+    char *kernel_dir; /* owned; NULL: embedded sources */
+
+    char *error; /* detail message of the last failure, owned ("" when none) */
+
+    clf_prog_entry *progs; /* memory cache, every program built by this context */
+    size_t n_progs, cap_progs;
+    clf_cache_stats stats;
+
+    cl_program lib_prog[CLF_PROG_COUNT]; /* library programs, borrowed from `progs` */
+    cl_kernel kernels[CLF_K_COUNT];      /* created on first use */
+    size_t kernel_wg[CLF_K_COUNT];       /* CL_KERNEL_WORK_GROUP_SIZE of each */
+    int64_t *tunables;                   /* [clf__tunable_count] values in force */
+};
+
+struct clf_tensor {
+    clf_context *ctx;
+    cl_mem mem;
+    clf_dtype dtype;
+    int ndim;
+    int64_t shape[CLF_MAX_DIMS];
+    int64_t numel;
+    size_t bytes;
+};
+
+/* Records a detail message for `status` on ctx and returns status. ctx may be NULL. */
+clf_status clf__fail(clf_context *ctx, clf_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Same for an OpenCL error from call `what`. */
+clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
+/* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */
+const char *clf__cl_error_name(cl_int err);
+
+/* Gets (building on first use) a library kernel. */
+clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out);
+/* Enqueues a kernel after checking the local size against CL_KERNEL_WORK_GROUP_SIZE; with
+ * profiling, waits for it and adds its device time. local may be NULL. */
+clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
+                       const size_t *global, const size_t *local);
+/* Sets kernel arguments: pairs of (size_t size, const void *value), terminated by size 0. */
+clf_status clf__set_args(clf_context *ctx, cl_kernel k, ...);
+
+/* Builds or fetches a program for (source, options). The program stays owned by ctx. */
+clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
+                            cl_program *out);
+/* The full source of a library program (common.cl + <name>.cl), malloc'ed. */
+clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out);
+
+/* Fills *info from a device. */
+clf_status clf__device_query(cl_platform_id platform, cl_device_id device, clf_device_info *info);
+/* Picks a device from a list by spec (host-only logic, see clf_context_params.device_spec).
+ * Returns CLF_SUCCESS and *index, or CLF_ERROR_NO_DEVICE / CLF_ERROR_INVALID_ARGUMENT. */
+clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char *spec,
+                             uint32_t *index);
+
+/* Selects a device by spec and returns its handles; on failure writes a message naming the
+ * existing devices into msg. */
+clf_status clf__device_pick(const char *spec, clf_device_info *info, cl_platform_id *platform,
+                            cl_device_id *device, char *msg, size_t msg_size);
+
+/* Tensor checks used by every op. Each returns CLF_SUCCESS or records a detail message. */
+clf_status clf__check_tensor(clf_context *ctx, const clf_tensor *t, const char *what,
+                             clf_dtype dtype);
+/* Formats a shape like "[2, 3, 4]" into buf. */
+const char *clf__shape_str(const clf_tensor *t, char *buf, size_t size);
+bool clf__same_shape(const clf_tensor *a, const clf_tensor *b);
+
+/* Value in force of a tunable known to exist (a typo is a bug caught by the tests: 1). */
+int64_t clf__tun(const clf_context *ctx, const char *name);
+/* Checks that out is a distinct-or-same f32 tensor of x's shape. */
+clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tensor *out);
+/* Checks that a row length fits the kernels' int arithmetic. */
+clf_status clf__check_int(clf_context *ctx, int64_t v, const char *what);
+
+static inline size_t clf__round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* Overflow-checked size arithmetic: returns false on overflow. */
+static inline bool clf__mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+#endif /* CLFORMER_INTERNAL_H */

@@ -1,0 +1,66 @@
+/*
+ * elementwise.c — host side of kernels/elementwise.cl: bias + activation, residual add.
+ */
+#include "../internal.h"
+
+clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor *bias,
+                        clf_activation act, clf_tensor *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t n = x->shape[x->ndim - 1];
+    if (bias) {
+        if ((st = clf__check_tensor(ctx, bias, "bias", CLF_F32)) != CLF_SUCCESS) return st;
+        if (bias->numel != n) {
+            char a[96], b[96];
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "bias %s must have the %lld elements of x's last dim (x %s)",
+                             clf__shape_str(bias, a, sizeof(a)), (long long)n,
+                             clf__shape_str(x, b, sizeof(b)));
+        }
+    }
+    if (act < CLF_ACT_IDENTITY || act > CLF_ACT_GELU_TANH)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
+    if ((st = clf__check_int(ctx, n, "row length")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_BIAS_ACT, &k)) != CLF_SUCCESS) return st;
+    const int64_t vw = clf__tun(ctx, "elementwise.VW");
+    const size_t wg = (size_t)clf__tun(ctx, "elementwise.WG");
+    const int64_t rows = x->numel / n;
+    size_t items;
+    if (!clf__mul_size((size_t)rows, (size_t)((n + vw - 1) / vw), &items))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "bias_act: too many work-items");
+    cl_mem bm = bias ? bias->mem : x->mem;
+    cl_int has_bias = bias ? 1 : 0, c_n = (cl_int)n, c_act = (cl_int)act;
+    cl_long c_rows = rows;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &bm, sizeof(cl_int),
+                       &has_bias, sizeof(cl_mem), &out->mem, sizeof(cl_long), &c_rows,
+                       sizeof(cl_int), &c_n, sizeof(cl_int), &c_act, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global = clf__round_up(items, wg);
+    return clf__launch(ctx, CLF_K_BIAS_ACT, k, 1, &global, &wg);
+}
+
+clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b, clf_tensor *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, a, "a", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, b, "b", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_out(ctx, a, out);
+    if (st != CLF_SUCCESS) return st;
+    if (!clf__same_shape(a, b)) {
+        char sa[96], sb[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "add: a %s and b %s differ",
+                         clf__shape_str(a, sa, sizeof(sa)), clf__shape_str(b, sb, sizeof(sb)));
+    }
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_ADD, &k)) != CLF_SUCCESS) return st;
+    const int64_t vw = clf__tun(ctx, "elementwise.VW");
+    const size_t wg = (size_t)clf__tun(ctx, "elementwise.WG");
+    cl_long n = a->numel;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &a->mem, sizeof(cl_mem), &b->mem, sizeof(cl_mem),
+                       &out->mem, sizeof(cl_long), &n, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global = clf__round_up((size_t)((n + vw - 1) / vw), wg);
+    return clf__launch(ctx, CLF_K_ADD, k, 1, &global, &wg);
+}

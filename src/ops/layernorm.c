@@ -1,0 +1,51 @@
+/*
+ * layernorm.c — host side of kernels/layernorm.cl: LayerNorm with an optional fused residual.
+ */
+#include "../internal.h"
+
+#include <math.h>
+
+clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const clf_tensor *residual,
+                         const clf_tensor *gamma, const clf_tensor *beta, float eps,
+                         clf_tensor *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, gamma, "gamma", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, beta, "beta", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t n = x->shape[x->ndim - 1];
+    char a[96], b[96], c[96];
+    if (gamma->numel != n || beta->numel != n)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "gamma %s and beta %s must have the %lld elements of x's last dim (x %s)",
+                         clf__shape_str(gamma, a, sizeof(a)), clf__shape_str(beta, b, sizeof(b)),
+                         (long long)n, clf__shape_str(x, c, sizeof(c)));
+    if (residual) {
+        if ((st = clf__check_tensor(ctx, residual, "residual", CLF_F32)) != CLF_SUCCESS) return st;
+        if (!clf__same_shape(x, residual))
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "residual %s differs from x %s",
+                             clf__shape_str(residual, a, sizeof(a)), clf__shape_str(x, b, sizeof(b)));
+    }
+    if (!(eps > 0.0f) || !isfinite(eps))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "eps = %g: must be > 0 and finite",
+                         (double)eps);
+    if ((st = clf__check_int(ctx, n, "layernorm row length")) != CLF_SUCCESS) return st;
+
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_LAYERNORM, &k)) != CLF_SUCCESS) return st;
+    const size_t wg = (size_t)clf__tun(ctx, "layernorm.WG");
+    const size_t rpg = (size_t)clf__tun(ctx, "layernorm.RPG");
+    const int64_t rows = x->numel / n;
+    cl_mem res = residual ? residual->mem : x->mem;
+    cl_int has_res = residual ? 1 : 0, c_n = (cl_int)n;
+    cl_long c_rows = rows;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &res, sizeof(cl_int),
+                       &has_res, sizeof(cl_mem), &gamma->mem, sizeof(cl_mem), &beta->mem,
+                       sizeof(cl_mem), &out->mem, sizeof(cl_long), &c_rows, sizeof(cl_int), &c_n,
+                       sizeof(float), &eps, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global[2] = {wg, clf__round_up((size_t)rows, rpg)};
+    size_t local[2] = {wg, rpg};
+    return clf__launch(ctx, CLF_K_LAYERNORM, k, 2, global, local);
+}

@@ -1,0 +1,405 @@
+/*
+ * program.c — building OpenCL programs through a two-level cache, and launching kernels.
+ *
+ * Memory cache: every program a context builds is kept, keyed by a 128-bit hash of
+ * (source, options, device name, driver version, platform, cache format). Disk cache: the device
+ * binary of each program under <cache_dir>/programs/<key>.bin, so a warm start skips the
+ * compiler. A disk entry that fails to load is ignored and rebuilt from source.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLF_CACHE_FORMAT "clformer-program-cache-1"
+static const char cache_magic[8] = {'C', 'L', 'F', 'P', 'R', 'G', '1', '\0'};
+
+/* FNV-1a over a string, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const char *s) {
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    h ^= 0xff; /* field separator, so ("ab","c") and ("a","bc") differ */
+    h *= 0x100000001b3ULL;
+    return h;
+}
+
+void clf__cache_key(const char *source, const char *options, const clf_device_info *dev,
+                    uint64_t key[2]) {
+    const char *fields[] = {CLF_CACHE_FORMAT,     source,
+                            options ? options : "", dev->name,
+                            dev->vendor,          dev->driver_version,
+                            dev->device_version,  dev->platform_name};
+    uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        a = fnv1a(a, fields[i]);
+        b = fnv1a(b ^ 0x9e3779b97f4a7c15ULL, fields[i]);
+    }
+    key[0] = a;
+    key[1] = b;
+}
+
+void clf__cache_file_name(const uint64_t key[2], char out[40]) {
+    snprintf(out, 40, "%016llx%016llx.bin", (unsigned long long)key[0],
+             (unsigned long long)key[1]);
+}
+
+char *clf__default_cache_dir(void) {
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    const char *base;
+    const char *suffix;
+    if (xdg && xdg[0] == '/') {
+        base = xdg;
+        suffix = "/clformer";
+    } else if (home && home[0]) {
+        base = home;
+        suffix = "/.cache/clformer";
+    } else {
+        return NULL;
+    }
+    size_t n = strlen(base) + strlen(suffix) + 1;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s%s", base, suffix);
+    return out;
+}
+
+/* mkdir -p; returns 0 on success. */
+static int make_dirs(const char *path) {
+    char *tmp = strdup(path);
+    if (!tmp) return -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+                free(tmp);
+                return -1;
+            }
+            *p = '/';
+        }
+    }
+    int rc = (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+    free(tmp);
+    return rc;
+}
+
+static char *cache_path(const clf_context *ctx, const uint64_t key[2]) {
+    char name[40];
+    clf__cache_file_name(key, name);
+    size_t n = strlen(ctx->cache_dir) + strlen("/programs/") + strlen(name) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/programs/%s", ctx->cache_dir, name);
+    return p;
+}
+
+/* Reads a cached binary; NULL if absent or invalid. */
+static unsigned char *disk_load(const clf_context *ctx, const uint64_t key[2], size_t *size) {
+    char *path = cache_path(ctx, key);
+    if (!path) return NULL;
+    FILE *f = fopen(path, "rb");
+    free(path);
+    if (!f) return NULL;
+    unsigned char *bin = NULL;
+    char magic[8];
+    uint64_t k[2], n;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, cache_magic, 8) != 0) goto fail;
+    if (fread(k, sizeof(uint64_t), 2, f) != 2 || k[0] != key[0] || k[1] != key[1]) goto fail;
+    if (fread(&n, sizeof(n), 1, f) != 1 || n == 0 || n > ((uint64_t)1 << 31)) goto fail;
+    bin = malloc((size_t)n);
+    if (!bin || fread(bin, 1, (size_t)n, f) != n) goto fail;
+    if (fgetc(f) != EOF) goto fail; /* trailing bytes: not our file */
+    fclose(f);
+    *size = (size_t)n;
+    return bin;
+fail:
+    free(bin);
+    fclose(f);
+    return NULL;
+}
+
+/* Writes a binary atomically (temporary file + rename). Failures are ignored: the disk cache is
+ * an optimization. */
+static void disk_store(const clf_context *ctx, const uint64_t key[2], const unsigned char *bin,
+                       size_t size) {
+    size_t dn = strlen(ctx->cache_dir) + 16;
+    char *dir = malloc(dn);
+    char *path = cache_path(ctx, key);
+    char *tmp = path ? malloc(strlen(path) + 32) : NULL;
+    if (!dir || !path || !tmp) goto done;
+    snprintf(dir, dn, "%s/programs", ctx->cache_dir);
+    if (make_dirs(dir) != 0) goto done;
+    sprintf(tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) goto done;
+    uint64_t n = size;
+    bool ok = fwrite(cache_magic, 1, 8, f) == 8 && fwrite(key, sizeof(uint64_t), 2, f) == 2 &&
+              fwrite(&n, sizeof(n), 1, f) == 1 && fwrite(bin, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) remove(tmp);
+done:
+    free(dir);
+    free(path);
+    free(tmp);
+}
+
+/* The build log of a program, malloc'ed ("" if none). */
+static char *build_log(cl_program prog, cl_device_id dev) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS) n = 0;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (n == 0 || clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+        n = 0;
+    log[n] = '\0';
+    return log;
+}
+
+static cl_program try_binary(clf_context *ctx, const uint64_t key[2], const char *options) {
+    size_t size = 0;
+    unsigned char *bin = disk_load(ctx, key, &size);
+    if (!bin) return NULL;
+    cl_int err, bin_status = CL_SUCCESS;
+    const unsigned char *bins[1] = {bin};
+    cl_program prog =
+        clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &size, bins, &bin_status, &err);
+    free(bin);
+    if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+        if (prog) clReleaseProgram(prog);
+        return NULL;
+    }
+    if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+static void store_binary(clf_context *ctx, cl_program prog, const uint64_t key[2]) {
+    size_t size = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    if (!bin) return;
+    unsigned char *bins[1] = {bin};
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(bins), bins, NULL) == CL_SUCCESS)
+        disk_store(ctx, key, bin, size);
+    free(bin);
+}
+
+clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
+                            cl_program *out) {
+    uint64_t key[2];
+    clf__cache_key(source, options, &ctx->info, key);
+    for (size_t i = 0; i < ctx->n_progs; i++) {
+        if (ctx->progs[i].key[0] == key[0] && ctx->progs[i].key[1] == key[1]) {
+            ctx->stats.programs_from_memory++;
+            *out = ctx->progs[i].program;
+            return CLF_SUCCESS;
+        }
+    }
+    if (ctx->n_progs == ctx->cap_progs) {
+        size_t nc = ctx->cap_progs ? ctx->cap_progs * 2 : 16;
+        clf_prog_entry *np = realloc(ctx->progs, nc * sizeof(*np));
+        if (!np) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "program cache: out of memory");
+        ctx->progs = np;
+        ctx->cap_progs = nc;
+    }
+    cl_program prog = ctx->cache_dir ? try_binary(ctx, key, options) : NULL;
+    if (prog) {
+        ctx->stats.programs_loaded_from_disk++;
+    } else {
+        cl_int err;
+        prog = clCreateProgramWithSource(ctx->cl_ctx, 1, &source, NULL, &err);
+        if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateProgramWithSource");
+        err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            char *log = build_log(prog, ctx->device);
+            clReleaseProgram(prog);
+            clf_status st = (err == CL_BUILD_PROGRAM_FAILURE) ? CLF_ERROR_BUILD_FAILED : err;
+            clf__fail(ctx, st, "kernel build failed (%s, options '%s'); build log:\n%s",
+                      clf__cl_error_name(err) ? clf__cl_error_name(err) : "OpenCL error",
+                      options ? options : "", log ? log : "(unavailable)");
+            free(log);
+            return st;
+        }
+        ctx->stats.programs_built_from_source++;
+        if (ctx->cache_dir) store_binary(ctx, prog, key);
+    }
+    ctx->progs[ctx->n_progs].key[0] = key[0];
+    ctx->progs[ctx->n_progs].key[1] = key[1];
+    ctx->progs[ctx->n_progs].program = prog;
+    ctx->n_progs++;
+    *out = prog;
+    return CLF_SUCCESS;
+}
+
+/* Reads a whole text file; NULL on failure. */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long n;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) goto out;
+    buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = '\0';
+out:
+    fclose(f);
+    return buf;
+}
+
+const char *clf__embedded_find(const char *name) {
+    for (size_t i = 0; i < clf__embedded_count; i++)
+        if (strcmp(clf__embedded_sources[i].name, name) == 0) return clf__embedded_sources[i].text;
+    return NULL;
+}
+
+/* Text of kernels/<name>.cl, from the override folder or the embedded copy; malloc'ed. */
+static clf_status kernel_text(clf_context *ctx, const char *name, char **out) {
+    if (ctx->kernel_dir) {
+        size_t n = strlen(ctx->kernel_dir) + strlen(name) + 8;
+        char *path = malloc(n);
+        if (!path) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
+        snprintf(path, n, "%s/%s.cl", ctx->kernel_dir, name);
+        *out = read_text(path);
+        if (!*out) {
+            clf__fail(ctx, CLF_ERROR_IO, "cannot read kernel source '%s' (kernel_dir override)",
+                      path);
+            free(path);
+            return CLF_ERROR_IO;
+        }
+        free(path);
+        return CLF_SUCCESS;
+    }
+    const char *text = clf__embedded_find(name);
+    if (!text) return clf__fail(ctx, CLF_ERROR_INTERNAL, "no embedded kernel source '%s'", name);
+    *out = strdup(text);
+    return *out ? CLF_SUCCESS : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
+    char *common = NULL, *body = NULL;
+    clf_status st = kernel_text(ctx, "common", &common);
+    if (st == CLF_SUCCESS) st = kernel_text(ctx, clf__prog_names[prog], &body);
+    if (st == CLF_SUCCESS) {
+        size_t n = strlen(common) + strlen(body) + 64;
+        *out = malloc(n);
+        if (*out)
+            snprintf(*out, n, "%s\n#line 1 \"%s.cl\"\n%s", common, clf__prog_names[prog], body);
+        else
+            st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    free(common);
+    free(body);
+    return st;
+}
+
+static clf_status lib_program(clf_context *ctx, clf_prog_id id, cl_program *out) {
+    if (ctx->lib_prog[id]) {
+        *out = ctx->lib_prog[id];
+        return CLF_SUCCESS;
+    }
+    char options[512];
+    if (clf__build_options(id, ctx->tunables, ctx->info.type, options, sizeof(options)) != 0)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "build options too long");
+    char *src = NULL;
+    clf_status st = clf__program_source(ctx, id, &src);
+    if (st != CLF_SUCCESS) return st;
+    st = clf__program_get(ctx, src, options, out);
+    free(src);
+    if (st == CLF_SUCCESS) ctx->lib_prog[id] = *out;
+    return st;
+}
+
+clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
+    if (ctx->kernels[id]) {
+        *out = ctx->kernels[id];
+        return CLF_SUCCESS;
+    }
+    const clf_kernel_def *def = &clf__kernel_defs[id];
+    cl_program prog;
+    clf_status st = lib_program(ctx, def->prog, &prog);
+    if (st != CLF_SUCCESS) return st;
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, def->name, &err);
+    if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateKernel");
+    size_t wg = 0;
+    err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg), &wg,
+                                   NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseKernel(k);
+        return clf__cl_fail(ctx, err, "clGetKernelWorkGroupInfo");
+    }
+    ctx->kernels[id] = k;
+    ctx->kernel_wg[id] = wg;
+    *out = k;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__set_args(clf_context *ctx, cl_kernel k, ...) {
+    va_list ap;
+    va_start(ap, k);
+    cl_uint i = 0;
+    clf_status st = CLF_SUCCESS;
+    for (;;) {
+        size_t size = va_arg(ap, size_t);
+        if (size == 0) break;
+        const void *value = va_arg(ap, const void *);
+        cl_int err = clSetKernelArg(k, i, size, value);
+        if (err != CL_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof(what), "clSetKernelArg(%u)", i);
+            st = clf__cl_fail(ctx, err, what);
+            break;
+        }
+        i++;
+    }
+    va_end(ap);
+    return st;
+}
+
+clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
+                       const size_t *global, const size_t *local) {
+    if (local) {
+        size_t total = 1;
+        for (cl_uint d = 0; d < dims; d++) total *= local[d];
+        if (total > ctx->kernel_wg[id])
+            return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                             "kernel %s: work-group of %zu work-items exceeds the %zu this device "
+                             "allows for it (CL_KERNEL_WORK_GROUP_SIZE); lower its tunables",
+                             clf__kernel_defs[id].name, total, ctx->kernel_wg[id]);
+    }
+    for (cl_uint d = 0; d < dims; d++)
+        if (global[d] == 0) return CLF_SUCCESS; /* nothing to do */
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
+                                        ctx->profiling ? &ev : NULL);
+    if (err != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof(what), "clEnqueueNDRangeKernel(%s)", clf__kernel_defs[id].name);
+        return clf__cl_fail(ctx, err, what);
+    }
+    if (ev) {
+        cl_ulong t0 = 0, t1 = 0;
+        err = clWaitForEvents(1, &ev);
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
+        clReleaseEvent(ev);
+        if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "kernel profiling");
+        ctx->prof_ns += (t1 > t0) ? (uint64_t)(t1 - t0) : 0;
+        ctx->prof_count++;
+    }
+    return CLF_SUCCESS;
+}

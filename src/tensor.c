@@ -1,0 +1,254 @@
+/*
+ * tensor.c — clf_tensor: a device buffer with a dtype and a row-major shape of up to
+ * CLF_MAX_DIMS dims. Every size is checked for overflow and against the device's limits.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t clf_dtype_size(clf_dtype dtype) {
+    switch (dtype) {
+    case CLF_F32:
+    case CLF_I32:
+        return 4;
+    case CLF_F16:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+static const char *dtype_name(clf_dtype d) {
+    switch (d) {
+    case CLF_F32:
+        return "f32";
+    case CLF_F16:
+        return "f16";
+    case CLF_I32:
+        return "i32";
+    default:
+        return "?";
+    }
+}
+
+const char *clf__shape_str(const clf_tensor *t, char *buf, size_t size) {
+    size_t off = 0;
+    int w = snprintf(buf, size, "[");
+    off = w > 0 ? (size_t)w : 0;
+    for (int i = 0; i < t->ndim && off < size; i++) {
+        w = snprintf(buf + off, size - off, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+    if (off < size) snprintf(buf + off, size - off, "]");
+    return buf;
+}
+
+bool clf__same_shape(const clf_tensor *a, const clf_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+clf_status clf__check_tensor(clf_context *ctx, const clf_tensor *t, const char *what,
+                             clf_dtype dtype) {
+    if (!t) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "%s is NULL", what);
+    if (t->ctx != ctx)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "%s belongs to another context", what);
+    if (t->dtype != dtype)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "%s has dtype %s, expected %s", what,
+                         dtype_name(t->dtype), dtype_name(dtype));
+    return CLF_SUCCESS;
+}
+
+/* Validates a shape and computes its element count and byte size. */
+static clf_status shape_size(clf_context *ctx, clf_dtype dtype, int ndim, const int64_t *shape,
+                             int64_t *numel, size_t *bytes) {
+    if (ndim < 1 || ndim > CLF_MAX_DIMS)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "tensor rank %d: must be 1..%d", ndim,
+                         CLF_MAX_DIMS);
+    if (!shape) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "shape is NULL");
+    size_t esize = clf_dtype_size(dtype);
+    if (esize == 0) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", dtype);
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 0)
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "shape[%d] = %lld: must be >= 1", i,
+                             (long long)shape[i]);
+        if ((uint64_t)shape[i] > SIZE_MAX || !clf__mul_size(n, (size_t)shape[i], &n))
+            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "tensor element count overflows");
+    }
+    size_t b;
+    if (n > (size_t)INT64_MAX || !clf__mul_size(n, esize, &b))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "tensor byte size overflows");
+    *numel = (int64_t)n;
+    *bytes = b;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim, const int64_t *shape,
+                             clf_tensor **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!out) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "clf_tensor_create: out is NULL");
+    *out = NULL;
+    int64_t numel;
+    size_t bytes;
+    clf_status st = shape_size(ctx, dtype, ndim, shape, &numel, &bytes);
+    if (st != CLF_SUCCESS) return st;
+    /* F16 is storage only (no op reads it yet), so it is allowed on devices without fp16. */
+    if ((uint64_t)bytes > ctx->info.max_alloc_bytes)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                         "tensor of %zu bytes exceeds the device's max allocation of %llu bytes "
+                         "(%s)",
+                         bytes, (unsigned long long)ctx->info.max_alloc_bytes, ctx->info.name);
+    clf_tensor *t = calloc(1, sizeof(*t));
+    if (!t) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    cl_int err;
+    t->mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        free(t);
+        return clf__fail(ctx, err, "clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
+                         clf_strerror(err), (int)err);
+    }
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+    t->numel = numel;
+    t->bytes = bytes;
+    *out = t;
+    return CLF_SUCCESS;
+}
+
+void clf_tensor_free(clf_tensor *t) {
+    if (!t) return;
+    if (t->mem) clReleaseMemObject(t->mem);
+    free(t);
+}
+
+static clf_status check_transfer(const clf_tensor *t, const void *host, size_t bytes,
+                                 const char *what) {
+    if (!t) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!host) return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+    if (bytes != t->bytes)
+        return clf__fail(t->ctx, CLF_ERROR_SHAPE_MISMATCH, "%s: %zu bytes given, tensor has %zu",
+                         what, bytes, t->bytes);
+    return CLF_SUCCESS;
+}
+
+clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
+    clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
+    if (st != CLF_SUCCESS) return st;
+    cl_int err = clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueWriteBuffer");
+}
+
+clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes) {
+    clf_status st = check_transfer(t, host, bytes, "clf_tensor_read");
+    if (st != CLF_SUCCESS) return st;
+    cl_int err = clEnqueueReadBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueReadBuffer");
+}
+
+/* IEEE half from float, round to nearest even. */
+static uint16_t to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
+    if (absx < 0x38800000u) {                                   /* subnormal or zero */
+        float a;
+        memcpy(&a, &absx, 4);
+        return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f));
+    }
+    uint32_t mant = absx & 0x7fffffu;
+    uint32_t exp = (absx >> 23) - 112;
+    uint32_t h = (exp << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+
+clf_status clf_tensor_fill(clf_tensor *t, double value) {
+    if (!t) return CLF_ERROR_INVALID_ARGUMENT;
+    float f = (float)value;
+    int32_t i = (int32_t)value;
+    uint16_t h = to_half(f);
+    const void *pattern = t->dtype == CLF_F32 ? (const void *)&f
+                          : t->dtype == CLF_I32 ? (const void *)&i
+                                                : (const void *)&h;
+    if (t->dtype == CLF_I32 && !(value >= -2147483648.0 && value <= 2147483647.0))
+        return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "fill value %g out of int32 range",
+                         value);
+    cl_int err = clEnqueueFillBuffer(t->ctx->queue, t->mem, pattern, clf_dtype_size(t->dtype), 0,
+                                     t->bytes, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueFillBuffer");
+}
+
+clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src) {
+    if (!dst) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_context *ctx = dst->ctx;
+    clf_status st = clf__check_tensor(ctx, src, "src", dst->dtype);
+    if (st != CLF_SUCCESS) return st;
+    if (src->numel != dst->numel) {
+        char a[96], b[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "copy: src %s and dst %s differ in size",
+                         clf__shape_str(src, a, sizeof(a)), clf__shape_str(dst, b, sizeof(b)));
+    }
+    if (src == dst) return CLF_SUCCESS;
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, 0, 0, dst->bytes, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(ctx, err, "clEnqueueCopyBuffer");
+}
+
+clf_status clf_tensor_reshape(clf_tensor *t, int ndim, const int64_t *shape) {
+    if (!t) return CLF_ERROR_INVALID_ARGUMENT;
+    int64_t numel;
+    size_t bytes;
+    clf_status st = shape_size(t->ctx, t->dtype, ndim, shape, &numel, &bytes);
+    if (st != CLF_SUCCESS) return st;
+    if (numel != t->numel) {
+        char a[96];
+        return clf__fail(t->ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "reshape: %lld elements cannot take the place of %s (%lld)",
+                         (long long)numel, clf__shape_str(t, a, sizeof(a)), (long long)t->numel);
+    }
+    t->ndim = ndim;
+    memset(t->shape, 0, sizeof(t->shape));
+    memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+    return CLF_SUCCESS;
+}
+
+int clf_tensor_ndim(const clf_tensor *t) { return t ? t->ndim : 0; }
+int64_t clf_tensor_dim(const clf_tensor *t, int i) {
+    if (!t) return 0;
+    if (i < 0) i += t->ndim;
+    return (i >= 0 && i < t->ndim) ? t->shape[i] : 0;
+}
+int64_t clf_tensor_numel(const clf_tensor *t) { return t ? t->numel : 0; }
+size_t clf_tensor_bytes(const clf_tensor *t) { return t ? t->bytes : 0; }
+clf_dtype clf_tensor_dtype(const clf_tensor *t) { return t ? t->dtype : CLF_F32; }
+cl_mem clf_tensor_cl_mem(const clf_tensor *t) { return t ? t->mem : NULL; }
+
+clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tensor *out) {
+    clf_status st = clf__check_tensor(ctx, out, "out", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    if (!clf__same_shape(x, out)) {
+        char a[96], b[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "out has shape %s, expected %s",
+                         clf__shape_str(out, a, sizeof(a)), clf__shape_str(x, b, sizeof(b)));
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf__check_int(clf_context *ctx, int64_t v, const char *what) {
+    if (v > INT32_MAX)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "%s = %lld exceeds the kernels' limit %d",
+                         what, (long long)v, INT32_MAX);
+    return CLF_SUCCESS;
+}

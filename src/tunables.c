@@ -1,0 +1,87 @@
+/*
+ * tunables.c — the one table of kernel tunables: each is a -D macro of one program, with a
+ * default per device type. CPUs through PoCL want wide vectors and tiny work-groups (no local
+ * memory staging); GPUs want coalesced float4 loads and large groups with tree reductions
+ * (../shared/PERF.md has the measurements behind the CPU column).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const clf__prog_names[CLF_PROG_COUNT] = {
+    [CLF_PROG_SOFTMAX] = "softmax",
+    [CLF_PROG_LAYERNORM] = "layernorm",
+    [CLF_PROG_POSENC] = "posenc",
+    [CLF_PROG_ELEMENTWISE] = "elementwise",
+};
+
+const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
+    [CLF_K_SOFTMAX] = {CLF_PROG_SOFTMAX, "softmax_rows"},
+    [CLF_K_LAYERNORM] = {CLF_PROG_LAYERNORM, "layernorm_rows"},
+    [CLF_K_POSENC] = {CLF_PROG_POSENC, "embed_posenc"},
+    [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act"},
+    [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
+};
+
+/* name, program, cpu, gpu, fallback, power of two, max */
+const clf_tunable_def clf__tunable_defs[] = {
+    /* Row kernels: VW floats per load, WG work-items share a row (tree reduction in local
+     * memory when > 1), RPG rows per work-group. PoCL: one work-item owns a row with float16
+     * loads (2.2 ms vs 20+ ms for a local-memory tree, PERF.md). */
+    {"softmax.VW", CLF_PROG_SOFTMAX, 16, 4, 4, 1, 16},
+    {"softmax.WG", CLF_PROG_SOFTMAX, 1, 128, 64, 1, 1024},
+    {"softmax.RPG", CLF_PROG_SOFTMAX, 4, 1, 1, 0, 64},
+    {"layernorm.VW", CLF_PROG_LAYERNORM, 16, 4, 4, 1, 16},
+    {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024},
+    {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64},
+    /* Positional encoding: VW (sin, cos) pairs per work-item through vector sincos (scalar sin
+     * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8). */
+    {"posenc.VW", CLF_PROG_POSENC, 8, 2, 2, 1, 16},
+    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 1, 1024},
+    /* Elementwise: PoCL wants work-groups of 64+ (local size 8: 4 ms, >= 64: 0.5-0.9 ms). */
+    {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16},
+    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 1, 1024},
+};
+const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
+
+int clf__tunable_find(const char *name) {
+    if (!name) return -1;
+    for (size_t i = 0; i < clf__tunable_count; i++)
+        if (strcmp(clf__tunable_defs[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type) {
+    switch (type) {
+    case CLF_DEVICE_CPU:
+        return def->cpu;
+    case CLF_DEVICE_GPU:
+        return def->gpu;
+    default:
+        return def->fallback;
+    }
+}
+
+int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
+                       size_t size) {
+    size_t off = 0;
+    int w = snprintf(buf, size, "-DCLF_DEVICE_TYPE=%d", (int)type);
+    if (w < 0 || (size_t)w >= size) return -1;
+    off = (size_t)w;
+    for (size_t i = 0; i < clf__tunable_count; i++) {
+        const clf_tunable_def *d = &clf__tunable_defs[i];
+        if (d->prog != prog) continue;
+        const char *macro = strchr(d->name, '.');
+        macro = macro ? macro + 1 : d->name;
+        w = snprintf(buf + off, size - off, " -D%s=%lld", macro, (long long)values[i]);
+        if (w < 0 || (size_t)w >= size - off) return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int64_t clf__tun(const clf_context *ctx, const char *name) {
+    int i = clf__tunable_find(name);
+    return i < 0 ? 1 : ctx->tunables[i];
+}

@@ -1,0 +1,126 @@
+/* harness.c — see harness.h. */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+clf_context *g_ctx;
+
+int harness_setup(void **state) {
+    (void)state;
+    char msg[2048] = "";
+    clf_context_params p = clf_context_default_params();
+    p.error_buf = msg;
+    p.error_buf_size = sizeof(msg);
+    clf_status st = clf_context_create(&g_ctx, &p);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "cannot create a clformer context: %s (%d): %s\n", clf_strerror(st), st,
+                msg);
+        return -1;
+    }
+    clf_device_info info;
+    clf_context_device_info(g_ctx, &info);
+    fprintf(stderr, "device: %s (%s, driver %s)\n", info.name, info.platform_name,
+            info.driver_version);
+    return 0;
+}
+
+int harness_teardown(void **state) {
+    (void)state;
+    clf_context_free(g_ctx);
+    g_ctx = NULL;
+    return 0;
+}
+
+int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) {
+    uint32_t n = 0;
+    if (clf_device_list(NULL, 0, &n) != CLF_SUCCESS || n == 0) {
+        const char *ci = getenv("CI");
+        if (ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0) {
+            fprintf(stderr, "%s: no OpenCL device found, and CI is set: failing\n", name);
+            return 1;
+        }
+        fprintf(stderr, "%s: no OpenCL device found: skipping (set CI=1 to fail instead)\n", name);
+        return 77; /* CTest SKIP_RETURN_CODE */
+    }
+    return _cmocka_run_group_tests(name, tests, count, harness_setup, harness_teardown);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+void rng_seed(uint64_t seed) { rng_state = seed ? seed : 1; }
+
+static uint64_t rng_next(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+double rng_uniform(double lo, double hi) {
+    return lo + (hi - lo) * ((double)(rng_next() >> 11) / 9007199254740992.0);
+}
+
+double rng_normal(void) {
+    double u = rng_uniform(1e-12, 1.0), v = rng_uniform(0.0, 1.0);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+int64_t rng_int(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+clf_tensor *tensor_from(clf_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    clf_tensor *t = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, dtype, ndim, shape, &t));
+    CLF_OK(clf_tensor_write(t, data, clf_tensor_bytes(t)));
+    return t;
+}
+
+clf_tensor *tensor_poisoned(clf_dtype dtype, int ndim, const int64_t *shape) {
+    clf_tensor *t = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, dtype, ndim, shape, &t));
+    CLF_OK(clf_tensor_fill(t, dtype == CLF_I32 ? (double)INT32_MIN : NAN));
+    return t;
+}
+
+float *tensor_to_host(const clf_tensor *t) {
+    float *h = malloc(clf_tensor_bytes(t));
+    assert_non_null(h);
+    CLF_OK(clf_tensor_read(t, h, clf_tensor_bytes(t)));
+    return h;
+}
+
+void check_close(const char *what, const float *got, const double *want, int64_t n, double atol,
+                 double rtol) {
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - want[i]);
+        double tol = atol + rtol * fabs(want[i]);
+        if (!(err <= tol)) /* NaN fails too */
+            fail_msg("%s: element %lld: got %.9g, want %.9g (|err| %.3g > tol %.3g)", what,
+                     (long long)i, (double)got[i], want[i], err, tol);
+        if (err / (tol > 0 ? tol : 1) > worst) worst = err / (tol > 0 ? tol : 1);
+    }
+    (void)worst;
+}
+
+void use_tunables(const char *prog, int64_t vw, int64_t wg, int64_t rpg) {
+    char name[64];
+    snprintf(name, sizeof(name), "%s.VW", prog);
+    CLF_OK(clf_context_set_tunable(g_ctx, name, vw));
+    snprintf(name, sizeof(name), "%s.WG", prog);
+    CLF_OK(clf_context_set_tunable(g_ctx, name, wg));
+    if (rpg > 0) {
+        snprintf(name, sizeof(name), "%s.RPG", prog);
+        CLF_OK(clf_context_set_tunable(g_ctx, name, rpg));
+    }
+}
+
+const tunable_style k_styles[3] = {
+    {"cpu-style", 16, 1, 4},
+    {"gpu-style", 4, 64, 2},
+    {"odd-style", 1, 2, 3},
+};

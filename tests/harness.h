@@ -1,0 +1,67 @@
+/*
+ * harness.h — what every device test shares: one context per test program (PoCL compiles
+ * slowly), random inputs, poisoned outputs, error metrics.
+ *
+ * A missing OpenCL device fails the test program when CI is set, and skips it otherwise.
+ */
+#ifndef CLF_TEST_HARNESS_H
+#define CLF_TEST_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "clformer/clformer.h"
+
+/* The shared context: created by harness_setup (a cmocka group setup), freed by
+ * harness_teardown. */
+extern clf_context *g_ctx;
+int harness_setup(void **state);
+int harness_teardown(void **state);
+
+/* Runs a cmocka group with the shared context; returns the exit status. */
+int harness_run(const char *name, const struct CMUnitTest *tests, size_t count);
+#define HARNESS_RUN(name, tests) harness_run(name, tests, sizeof(tests) / sizeof(tests[0]))
+
+/* Deterministic random numbers (xorshift64*). */
+void rng_seed(uint64_t seed);
+double rng_uniform(double lo, double hi);
+double rng_normal(void);
+int64_t rng_int(int64_t lo, int64_t hi); /* inclusive */
+
+/* Asserts a call succeeded, printing the context's detail message if not. */
+#define CLF_OK(call)                                                                               \
+    do {                                                                                           \
+        clf_status st_ = (call);                                                                   \
+        if (st_ != CLF_SUCCESS)                                                                    \
+            fail_msg("%s -> %d (%s): %s", #call, (int)st_, clf_strerror(st_),                     \
+                     clf_context_last_error(g_ctx));                                               \
+    } while (0)
+
+/* A device tensor (f32) holding host data. */
+clf_tensor *tensor_from(clf_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* A device tensor filled with NaN (f32) or INT32_MIN (i32): an element the op fails to write
+ * shows up as a mismatch. */
+clf_tensor *tensor_poisoned(clf_dtype dtype, int ndim, const int64_t *shape);
+/* Reads a f32 tensor into a malloc'ed array. */
+float *tensor_to_host(const clf_tensor *t);
+
+/* Compares got to want: every element must satisfy |got - want| <= atol + rtol * |want| (NaN
+ * fails). Fails the test with the first bad index. */
+void check_close(const char *what, const float *got, const double *want, int64_t n, double atol,
+                 double rtol);
+
+/* Sets program tunables on g_ctx: "<prog>.VW", "<prog>.WG" and, if rpg > 0, "<prog>.RPG". */
+void use_tunables(const char *prog, int64_t vw, int64_t wg, int64_t rpg);
+
+/* Tunable styles every op test runs: PoCL's (one work-item per row, float16), a GPU's (float4,
+ * 64 work-items per row, local-memory tree), and an odd one (scalar loads, 2 per row). */
+typedef struct {
+    const char *label;
+    int64_t vw, wg, rpg;
+} tunable_style;
+extern const tunable_style k_styles[3];
+
+#endif
