@@ -38,10 +38,10 @@ const clf_tunable_def clf__tunable_defs[] = {
     /* Positional encoding: VW (sin, cos) pairs per work-item through vector sincos (scalar sin
      * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8). */
     {"posenc.VW", CLF_PROG_POSENC, 8, 2, 2, 1, 16},
-    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 1, 1024},
+    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024},
     /* Elementwise: PoCL wants work-groups of 64+ (local size 8: 4 ms, >= 64: 0.5-0.9 ms). */
     {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16},
-    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 1, 1024},
+    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

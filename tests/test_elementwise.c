@@ -1,0 +1,122 @@
+/*
+ * test_elementwise.c — bias + activation and residual add against the double reference.
+ *
+ * Error bound: |err| <= 1e-7 + 2^-21 * (|want| + |x + bias|). The add rounds once (1/2 ulp);
+ * erf (<= 16 ulp, OpenCL 1.2) and tanh (<= 5 ulp) enter multiplied by 0.5 |x|, so their error is
+ * bounded relative to |x + bias| rather than to the (possibly tiny) result.
+ */
+#include "harness.h"
+#include "ref/ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int64_t k_lengths[] = {1, 3, 7, 64, 77, 384, 1000, 4097};
+
+static void test_bias_act(void **state) {
+    (void)state;
+    rng_seed(41);
+    const int64_t vws[3] = {16, 4, 1}, wgs[3] = {64, 256, 5};
+    for (int s = 0; s < 3; s++) {
+        use_tunables("elementwise", vws[s], wgs[s], 0);
+        for (size_t li = 0; li < sizeof(k_lengths) / sizeof(k_lengths[0]); li++) {
+            const int64_t n = k_lengths[li];
+            int ndim = 1 + (int)(li % 4);
+            int64_t shape[4], numel = n;
+            for (int d = 0; d < ndim - 1; d++) {
+                shape[d] = rng_int(1, 4);
+                numel *= shape[d];
+            }
+            shape[ndim - 1] = n;
+            float *x = malloc(sizeof(float) * (size_t)numel), *b = malloc(sizeof(float) * (size_t)n);
+            for (int64_t i = 0; i < numel; i++) x[i] = (float)(rng_normal() * 3.0);
+            for (int64_t i = 0; i < n; i++) b[i] = (float)rng_uniform(-1, 1);
+            clf_tensor *tb = tensor_from(CLF_F32, 1, &n, b);
+            for (int act = 0; act <= 3; act++) {
+                const int with_bias = (act + (int)li) % 2 == 0;
+                const int inplace = (act + s) % 2;
+                clf_tensor *tx = tensor_from(CLF_F32, ndim, shape, x);
+                clf_tensor *out = inplace ? tx : tensor_poisoned(CLF_F32, ndim, shape);
+                CLF_OK(clf_bias_act(g_ctx, tx, with_bias ? tb : NULL, (clf_activation)act, out));
+                float *got = tensor_to_host(out);
+                for (int64_t i = 0; i < numel; i++) {
+                    double v = (double)x[i] + (with_bias ? (double)b[i % n] : 0.0);
+                    double w = ref_act(v, act);
+                    double tol = 1e-7 + 4.76837158203125e-7 * (fabs(w) + fabs(v));
+                    if (!(fabs((double)got[i] - w) <= tol))
+                        fail_msg("bias_act act %d bias %d n %lld [%lld]: got %.9g want %.9g", act,
+                                 with_bias, (long long)n, (long long)i, (double)got[i], w);
+                }
+                free(got);
+                if (out != tx) clf_tensor_free(out);
+                clf_tensor_free(tx);
+            }
+            clf_tensor_free(tb);
+            free(x);
+            free(b);
+        }
+    }
+}
+
+static void test_add(void **state) {
+    (void)state;
+    rng_seed(42);
+    const int64_t vws[3] = {16, 4, 1}, wgs[3] = {64, 256, 5};
+    for (int s = 0; s < 3; s++) {
+        use_tunables("elementwise", vws[s], wgs[s], 0);
+        for (size_t li = 0; li < sizeof(k_lengths) / sizeof(k_lengths[0]); li++) {
+            const int64_t n = k_lengths[li] * (int64_t)(1 + li % 3);
+            float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+            double *want = malloc(sizeof(double) * (size_t)n);
+            for (int64_t i = 0; i < n; i++) {
+                a[i] = (float)rng_normal();
+                b[i] = (float)rng_normal();
+                want[i] = (double)a[i] + (double)b[i];
+            }
+            clf_tensor *ta = tensor_from(CLF_F32, 1, &n, a), *tb = tensor_from(CLF_F32, 1, &n, b);
+            clf_tensor *out = (li % 3 == 0) ? ta : (li % 3 == 1) ? tb : tensor_poisoned(CLF_F32, 1, &n);
+            CLF_OK(clf_add(g_ctx, ta, tb, out));
+            float *got = tensor_to_host(out);
+            check_close("add", got, want, n, 0.0, 5.9604644775390625e-8); /* one rounding */
+            free(got);
+            if (out != ta && out != tb) clf_tensor_free(out);
+            clf_tensor_free(ta);
+            clf_tensor_free(tb);
+            free(a);
+            free(b);
+            free(want);
+        }
+    }
+}
+
+static void test_bad_input(void **state) {
+    (void)state;
+    int64_t shape[2] = {3, 8}, n7 = 7, other[2] = {3, 9};
+    clf_tensor *x = tensor_poisoned(CLF_F32, 2, shape), *out = tensor_poisoned(CLF_F32, 2, shape);
+    clf_tensor *b7 = tensor_poisoned(CLF_F32, 1, &n7), *y = tensor_poisoned(CLF_F32, 2, other);
+    CLF_OK(clf_tensor_fill(x, 1.0));
+    assert_int_equal(clf_bias_act(g_ctx, x, b7, CLF_ACT_RELU, out), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_bias_act(g_ctx, x, NULL, (clf_activation)7, out),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_bias_act(g_ctx, x, NULL, CLF_ACT_RELU, y), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_add(g_ctx, x, y, out), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_add(g_ctx, x, x, y), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_add(g_ctx, x, NULL, out), CLF_ERROR_INVALID_ARGUMENT);
+    float *h = tensor_to_host(out);
+    for (int i = 0; i < 24; i++) assert_true(isnan(h[i]));
+    free(h);
+    clf_tensor_free(x);
+    clf_tensor_free(out);
+    clf_tensor_free(b7);
+    clf_tensor_free(y);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bias_act),
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_bad_input),
+    };
+    return HARNESS_RUN("elementwise", tests);
+}
