@@ -1,0 +1,67 @@
+/*
+ * bench.h — clformer-bench internals: device peaks (peaks.c), op benchmarks (ops.c), output
+ * (report.c), command line (main.c).
+ */
+#ifndef CLF_BENCH_H
+#define CLF_BENCH_H
+
+#include "clformer/clformer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_opts {
+    int quick;        /* shorter runs, same coverage */
+    int samples;      /* timed samples per measurement (median reported) */
+    const char *ops;  /* comma-separated op names, NULL: all */
+    const char *spec; /* device spec */
+    const char *tmp_dir; /* scratch folder for the cold/warm start caches */
+} bench_opts;
+
+typedef struct bench_peaks {
+    double copy1_gbps, copy4_gbps, copy16_gbps, copy_gbps; /* copy_gbps = best of the three */
+    double fma_gflops;
+    double h2d_gbps, d2h_gbps, map_gbps;
+    double launch_us, roundtrip_us;
+    double cold_start_ms, warm_start_ms;
+} bench_peaks;
+
+typedef struct bench_result {
+    char op[32];
+    int ndim;
+    int64_t shape[4];
+    double ms, gflops, gbps, pct_peak;
+    const char *bound; /* "memory" or "compute" */
+} bench_result;
+
+typedef struct bench_results {
+    bench_result *items;
+    size_t n, cap;
+} bench_results;
+
+/* Embedded tools/bench_kernels.cl. */
+struct clf_embedded_source {
+    const char *name;
+    const char *text;
+};
+extern const struct clf_embedded_source clf_bench_sources[];
+extern const size_t clf_bench_count;
+
+double bench_now_ms(void);
+double bench_median(double *v, int n);
+void bench_progress(const char *fmt, ...);
+int bench_op_selected(const bench_opts *o, const char *op);
+
+/* Each returns 0, or prints the error to stderr and returns 1. */
+int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p);
+int bench_start_times(const bench_opts *o, bench_peaks *p);
+int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r);
+/* Runs every library op once on tiny inputs (first use of every kernel). */
+int bench_ops_touch_all(clf_context *ctx);
+
+void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r);
+int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,
+                     const bench_results *r);
+int bench_write_csv(const char *path, const bench_results *r);
+
+#endif

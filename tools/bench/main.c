@@ -1,0 +1,203 @@
+/*
+ * clformer-bench — how fast is this device, and how close do clformer's ops come to its limits?
+ *
+ *   clformer-bench [--quick] [--device SPEC] [--ops LIST] [--json FILE] [--csv FILE]
+ *   clformer-bench --list
+ *
+ * Measures the device's peaks with its own kernels (copy bandwidth, FMA rate, transfers, launch
+ * latency, cold vs warm program start), then every op as a fraction of the peak that bounds it.
+ * Progress goes to stderr, the table to stdout.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double bench_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_progress(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[clformer-bench] ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int bench_op_selected(const bench_opts *o, const char *op) {
+    if (!o->ops) return 1;
+    size_t n = strlen(op);
+    for (const char *p = o->ops; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, op, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: clformer-bench [options]\n"
+            "  --list          list OpenCL devices and exit\n"
+            "  --device SPEC   gpu, cpu, an index, platform:device or a name substring\n"
+            "                  (default: $CLF_DEVICE, else the first GPU, else the first CPU)\n"
+            "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
+            "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,posenc,\n"
+            "                  embedding_posenc,bias_gelu,add\n"
+            "  --json FILE     write the results as JSON\n"
+            "  --csv FILE      write the op results as CSV\n"
+            "  --help          this text\n");
+}
+
+static int list_devices(void) {
+    uint32_t n = 0;
+    clf_status st = clf_device_list(NULL, 0, &n);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: listing devices: %s\n", clf_strerror(st));
+        return 1;
+    }
+    if (n == 0) {
+        printf("no OpenCL device found\n");
+        return 1;
+    }
+    clf_device_info *d = calloc(n, sizeof(*d));
+    if (!d) return 1;
+    clf_device_list(d, n, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        printf("[%u] %u:%u %s  %s (%s)\n", d[i].global_index, d[i].platform_index,
+               d[i].device_index, d[i].type == CLF_DEVICE_GPU ? "gpu" : d[i].type == CLF_DEVICE_CPU ? "cpu" : "other",
+               d[i].name, d[i].platform_name);
+        printf("      vendor %s, driver %s, %s, %u CUs @ %u MHz, %.1f GiB global (max alloc %.1f GiB), "
+               "%.0f KiB local (%s), max work-group %llu, float vector %u/%u, fp16 %s, fp64 %s, "
+               "sub-groups %s\n",
+               d[i].vendor, d[i].driver_version, d[i].opencl_c_version, d[i].compute_units,
+               d[i].clock_mhz, (double)d[i].global_mem_bytes / (1 << 30),
+               (double)d[i].max_alloc_bytes / (1 << 30), (double)d[i].local_mem_bytes / 1024,
+               d[i].local_mem_dedicated ? "dedicated" : "global", (unsigned long long)d[i].max_work_group_size,
+               d[i].preferred_vector_width_float, d[i].native_vector_width_float,
+               d[i].has_fp16 ? "yes" : "no", d[i].has_fp64 ? "yes" : "no",
+               d[i].has_subgroups ? "yes" : "no");
+    }
+    free(d);
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Fails early on an output path that cannot be written. */
+static int check_writable(const char *path) {
+    if (!path) return 0;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "clformer-bench: cannot write output file '%s'\n", path);
+        return 1;
+    }
+    fclose(f);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    bench_opts o = {0};
+    const char *json = NULL, *csv = NULL;
+    int list = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--list") == 0) list = 1;
+        else if (strcmp(a, "--quick") == 0) o.quick = 1;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 ||
+                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0) && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(a, "--device") == 0) o.spec = v;
+            else if (strcmp(a, "--json") == 0) json = v;
+            else if (strcmp(a, "--csv") == 0) csv = v;
+            else o.ops = v;
+        } else {
+            fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (list) return list_devices();
+    if (check_writable(json) || check_writable(csv)) return 1;
+    o.samples = o.quick ? 7 : 21;
+
+    /* Cold start needs empty caches: a scratch folder for clformer's program cache and, before
+     * the first OpenCL call, for PoCL's kernel cache (other drivers ignore the variable). */
+    char tmp[] = "/tmp/clformer-bench-XXXXXX";
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "clformer-bench: cannot create a scratch folder in /tmp\n");
+        return 1;
+    }
+    o.tmp_dir = tmp;
+    char pocl[600];
+    snprintf(pocl, sizeof(pocl), "%s/pocl-cache", tmp);
+    setenv("POCL_CACHE_DIR", pocl, 1);
+
+    int rc = 1;
+    clf_context *ctx = NULL;
+    bench_peaks peaks;
+    bench_results results = {0};
+    memset(&peaks, 0, sizeof(peaks));
+    char msg[2048] = "";
+    clf_context_params params = clf_context_default_params();
+    params.device_spec = o.spec;
+    params.error_buf = msg;
+    params.error_buf_size = sizeof(msg);
+    clf_status st = clf_context_create(&ctx, &params);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", msg);
+        goto done;
+    }
+    clf_context_free(ctx); /* the spec is good; start-up is timed on fresh contexts */
+    ctx = NULL;
+    if (bench_start_times(&o, &peaks)) goto done;
+    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", msg);
+        goto done;
+    }
+    clf_device_info info;
+    clf_context_device_info(ctx, &info);
+    bench_progress("device: %s (%s)", info.name, info.platform_name);
+    if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
+    if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
+    bench_print_table(&info, &peaks, &results);
+    if (json && bench_write_json(json, &info, &peaks, &results)) goto done;
+    if (csv && bench_write_csv(csv, &results)) goto done;
+    rc = 0;
+done:
+    clf_context_free(ctx);
+    free(results.items);
+    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

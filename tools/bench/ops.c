@@ -1,0 +1,212 @@
+/*
+ * ops.c — every library op at realistic sizes: median wall time of batches of back-to-back calls
+ * ended by clFinish, GB/s of bytes read + written once, percent of the measured copy peak.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct op_args {
+    clf_tensor *x, *y, *res, *gamma, *beta, *bias, *ids, *table, *lens;
+} op_args;
+
+typedef clf_status (*op_fn)(clf_context *ctx, op_args *a);
+
+static clf_status run_softmax(clf_context *ctx, op_args *a) {
+    return clf_softmax(ctx, a->x, a->y, NULL);
+}
+static clf_status run_layernorm(clf_context *ctx, op_args *a) {
+    return clf_layernorm(ctx, a->x, NULL, a->gamma, a->beta, 1e-5f, a->y);
+}
+static clf_status run_add_layernorm(clf_context *ctx, op_args *a) {
+    return clf_layernorm(ctx, a->x, a->res, a->gamma, a->beta, 1e-5f, a->y);
+}
+static clf_status run_posenc(clf_context *ctx, op_args *a) {
+    return clf_posenc_add(ctx, a->x, 0, a->y);
+}
+static clf_status run_embedding(clf_context *ctx, op_args *a) {
+    return clf_embedding(ctx, a->ids, a->table, 22.627417f, 1, 0, a->y);
+}
+static clf_status run_bias_gelu(clf_context *ctx, op_args *a) {
+    return clf_bias_act(ctx, a->x, a->bias, CLF_ACT_GELU_ERF, a->y);
+}
+static clf_status run_add(clf_context *ctx, op_args *a) { return clf_add(ctx, a->x, a->res, a->y); }
+
+static void free_args(op_args *a) {
+    clf_tensor *all[] = {a->x, a->y, a->res, a->gamma, a->beta, a->bias, a->ids, a->table, a->lens};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) clf_tensor_free(all[i]);
+    memset(a, 0, sizeof(*a));
+}
+
+static clf_tensor *make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t *shape,
+                        double value, int *bad) {
+    clf_tensor *t = NULL;
+    if (*bad) return NULL;
+    clf_status st = clf_tensor_create(ctx, dt, ndim, shape, &t);
+    if (st == CLF_SUCCESS) st = clf_tensor_fill(t, value);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: tensor: %s: %s\n", clf_strerror(st),
+                clf_context_last_error(ctx));
+        *bad = 1;
+    }
+    return t;
+}
+
+/* Token ids 0, 7, 14, ... modulo vocab. */
+static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, int64_t vocab,
+                            int *bad) {
+    clf_tensor *t = make(ctx, CLF_I32, ndim, shape, 0, bad);
+    if (*bad) return t;
+    int64_t n = clf_tensor_numel(t);
+    int32_t *h = malloc(sizeof(int32_t) * (size_t)n);
+    if (!h) {
+        *bad = 1;
+        return t;
+    }
+    for (int64_t i = 0; i < n; i++) h[i] = (int32_t)((i * 7) % vocab);
+    if (clf_tensor_write(t, h, sizeof(int32_t) * (size_t)n) != CLF_SUCCESS) *bad = 1;
+    free(h);
+    return t;
+}
+
+/* Prepares the tensors of op `name` at size scale (1: benchmark, 0: tiny). Returns the op. */
+static op_fn setup(clf_context *ctx, const char *name, int tiny, op_args *a, int *ndim,
+                   int64_t *shape, double *bytes, int *bad) {
+    memset(a, 0, sizeof(*a));
+    const int64_t rows = tiny ? 3 : 4096, n = tiny ? 37 : 1024;
+    int64_t s2[2] = {rows, n};
+    if (strcmp(name, "softmax") == 0 || strcmp(name, "bias_gelu") == 0 ||
+        strcmp(name, "add") == 0) {
+        a->x = make(ctx, CLF_F32, 2, s2, 0.5, bad);
+        a->y = make(ctx, CLF_F32, 2, s2, 0, bad);
+        *ndim = 2;
+        memcpy(shape, s2, sizeof(s2));
+        double size = (double)(rows * n) * 4;
+        if (strcmp(name, "softmax") == 0) {
+            *bytes = 2 * size;
+            return run_softmax;
+        }
+        if (strcmp(name, "bias_gelu") == 0) {
+            a->bias = make(ctx, CLF_F32, 1, &n, 0.1, bad);
+            *bytes = 2 * size + (double)n * 4;
+            return run_bias_gelu;
+        }
+        a->res = make(ctx, CLF_F32, 2, s2, 0.25, bad);
+        *bytes = 3 * size;
+        return run_add;
+    }
+    if (strcmp(name, "layernorm") == 0 || strcmp(name, "add_layernorm") == 0) {
+        const int64_t lr = tiny ? 5 : 8192, ln = tiny ? 77 : 512;
+        int64_t s[2] = {lr, ln};
+        a->x = make(ctx, CLF_F32, 2, s, 0.5, bad);
+        a->y = make(ctx, CLF_F32, 2, s, 0, bad);
+        a->gamma = make(ctx, CLF_F32, 1, &ln, 1, bad);
+        a->beta = make(ctx, CLF_F32, 1, &ln, 0, bad);
+        *ndim = 2;
+        memcpy(shape, s, sizeof(s));
+        double size = (double)(lr * ln) * 4;
+        if (strcmp(name, "layernorm") == 0) {
+            *bytes = 2 * size + 2.0 * (double)ln * 4;
+            return run_layernorm;
+        }
+        a->res = make(ctx, CLF_F32, 2, s, 0.25, bad);
+        *bytes = 3 * size + 2.0 * (double)ln * 4;
+        return run_add_layernorm;
+    }
+    const int64_t b = tiny ? 2 : 8, seq = tiny ? 5 : 1024, d = tiny ? 33 : 512;
+    int64_t s3[3] = {b, seq, d};
+    *ndim = 3;
+    memcpy(shape, s3, sizeof(s3));
+    double size = (double)(b * seq * d) * 4;
+    if (strcmp(name, "posenc") == 0) {
+        a->x = make(ctx, CLF_F32, 3, s3, 0.5, bad);
+        a->y = make(ctx, CLF_F32, 3, s3, 0, bad);
+        *bytes = 2 * size;
+        return run_posenc;
+    }
+    if (strcmp(name, "embedding_posenc") == 0) {
+        const int64_t vocab = tiny ? 11 : 30522;
+        int64_t ts[2] = {vocab, d}, is[2] = {b, seq};
+        a->table = make(ctx, CLF_F32, 2, ts, 0.01, bad);
+        a->ids = make_ids(ctx, 2, is, vocab, bad);
+        a->y = make(ctx, CLF_F32, 3, s3, 0, bad);
+        *bytes = 2 * size + (double)(b * seq) * 4;
+        return run_embedding;
+    }
+    *bad = 1;
+    return NULL;
+}
+
+static const char *const k_ops[] = {"softmax",          "layernorm", "add_layernorm", "posenc",
+                                    "embedding_posenc", "bias_gelu", "add"};
+
+int bench_ops_touch_all(clf_context *ctx) {
+    for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
+        op_args a;
+        int ndim, bad = 0;
+        int64_t shape[4];
+        double bytes;
+        op_fn fn = setup(ctx, k_ops[i], 1, &a, &ndim, shape, &bytes, &bad);
+        clf_status st = bad ? CLF_ERROR_INTERNAL : fn(ctx, &a);
+        free_args(&a);
+        if (st != CLF_SUCCESS) {
+            fprintf(stderr, "clformer-bench: %s: %s: %s\n", k_ops[i], clf_strerror(st),
+                    clf_context_last_error(ctx));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int add_result(bench_results *r, const bench_result *x) {
+    if (r->n == r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 16;
+        bench_result *ni = realloc(r->items, nc * sizeof(*ni));
+        if (!ni) return 1;
+        r->items = ni;
+        r->cap = nc;
+    }
+    r->items[r->n++] = *x;
+    return 0;
+}
+
+int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r) {
+    for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
+        if (!bench_op_selected(o, k_ops[i])) continue;
+        bench_progress("op: %s", k_ops[i]);
+        op_args a;
+        bench_result res;
+        memset(&res, 0, sizeof(res));
+        int bad = 0;
+        double bytes = 0;
+        op_fn fn = setup(ctx, k_ops[i], 0, &a, &res.ndim, res.shape, &bytes, &bad);
+        clf_status st = bad ? CLF_ERROR_INTERNAL : CLF_SUCCESS;
+        double t[64];
+        int samples = o->samples > 64 ? 64 : o->samples;
+        const int batch = 5;
+        for (int w = 0; w < 2 && st == CLF_SUCCESS; w++) st = fn(ctx, &a); /* warm-up */
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
+            double t0 = bench_now_ms();
+            for (int b = 0; b < batch && st == CLF_SUCCESS; b++) st = fn(ctx, &a);
+            if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+            t[s] = (bench_now_ms() - t0) / batch;
+        }
+        free_args(&a);
+        if (st != CLF_SUCCESS) {
+            fprintf(stderr, "clformer-bench: %s: %s: %s\n", k_ops[i], clf_strerror(st),
+                    clf_context_last_error(ctx));
+            return 1;
+        }
+        snprintf(res.op, sizeof(res.op), "%s", k_ops[i]);
+        res.ms = bench_median(t, samples);
+        res.gbps = bytes / (res.ms * 1e6);
+        res.gflops = 0;
+        res.bound = "memory";
+        res.pct_peak = p->copy_gbps > 0 ? 100.0 * res.gbps / p->copy_gbps : 0;
+        if (add_result(r, &res)) return 1;
+    }
+    return 0;
+}

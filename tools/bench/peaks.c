@@ -1,0 +1,204 @@
+/*
+ * peaks.c — the device's ceilings, measured with our own small kernels as clpeak does: global
+ * copy bandwidth (float, float4, float16 loads), fp32 FMA throughput, host<->device transfers,
+ * kernel launch latency (queued back to back and round trip), and cold vs warm program start.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK_CL(call, what)                                                                       \
+    do {                                                                                           \
+        cl_int e_ = (call);                                                                        \
+        if (e_ != CL_SUCCESS) {                                                                    \
+            fprintf(stderr, "clformer-bench: %s failed: %s (%d)\n", what, clf_strerror(e_), e_);   \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int build(clf_context *ctx, const char *name, const char *options, cl_kernel *k) {
+    clf_status st = clf_context_build_kernel(ctx, clf_bench_sources[0].text, options, name, k);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: building %s: %s\n%s\n", name, clf_strerror(st),
+                clf_context_last_error(ctx));
+        return 1;
+    }
+    return 0;
+}
+
+/* Median time (ms) of one launch, from batches of `batch` launches each ended by clFinish. */
+static double time_kernel(cl_command_queue q, cl_kernel k, size_t global, const size_t *local,
+                          int batch, int samples) {
+    double t[64];
+    if (samples > 64) samples = 64;
+    clEnqueueNDRangeKernel(q, k, 1, NULL, &global, local, 0, NULL, NULL); /* warm-up */
+    clFinish(q);
+    for (int s = 0; s < samples; s++) {
+        double t0 = bench_now_ms();
+        for (int b = 0; b < batch; b++)
+            if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, local, 0, NULL, NULL) != CL_SUCCESS)
+                return -1.0;
+        clFinish(q);
+        t[s] = (bench_now_ms() - t0) / batch;
+    }
+    return bench_median(t, samples);
+}
+
+int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
+    cl_context c = clf_context_cl_context(ctx);
+    cl_command_queue q = clf_context_cl_queue(ctx);
+    clf_device_info info;
+    clf_context_device_info(ctx, &info);
+    cl_kernel kc[3] = {NULL, NULL, NULL}, kf = NULL, ke = NULL;
+    cl_mem a = NULL, b = NULL;
+    void *host = NULL;
+    int rc = 1;
+    /* Copy: 64 MiB each way (32 MiB quick), capped by the device's max allocation. */
+    size_t bytes = (size_t)(o->quick ? 32 : 64) << 20;
+    while (bytes > info.max_alloc_bytes) bytes /= 2;
+    cl_int err;
+    a = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    CHECK_CL(err, "clCreateBuffer");
+    b = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    CHECK_CL(err, "clCreateBuffer");
+    float zero = 0.0f;
+    CHECK_CL(clEnqueueFillBuffer(q, a, &zero, sizeof(zero), 0, bytes, 0, NULL, NULL), "fill");
+    CHECK_CL(clEnqueueFillBuffer(q, b, &zero, sizeof(zero), 0, bytes, 0, NULL, NULL), "fill");
+
+    const char *names[3] = {"copy1", "copy4", "copy16"};
+    const size_t widths[3] = {1, 4, 16};
+    double *out[3] = {&p->copy1_gbps, &p->copy4_gbps, &p->copy16_gbps};
+    p->copy_gbps = 0;
+    bench_progress("peaks: copy bandwidth");
+    for (int i = 0; i < 3; i++) {
+        if (build(ctx, names[i], "", &kc[i])) goto fail;
+        CHECK_CL(clSetKernelArg(kc[i], 0, sizeof(cl_mem), &a), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kc[i], 1, sizeof(cl_mem), &b), "clSetKernelArg");
+        size_t global = bytes / (4 * widths[i]);
+        double best = 0;
+        const size_t locals[2] = {64, 256};
+        for (int l = 0; l < 2; l++) {
+            if (locals[l] > info.max_work_group_size || global % locals[l]) continue;
+            double ms = time_kernel(q, kc[i], global, &locals[l], 4, o->samples);
+            if (ms > 0 && 2.0 * (double)bytes / (ms * 1e6) > best) best = 2.0 * (double)bytes / (ms * 1e6);
+        }
+        *out[i] = best;
+        if (best > p->copy_gbps) p->copy_gbps = best;
+    }
+
+    /* FMA: float16 mad, 8 independent chains; 2 flops per lane per mad. */
+    bench_progress("peaks: fp32 FMA");
+    if (build(ctx, "fma16", "-DNCHAINS=8", &kf)) goto fail;
+    {
+        size_t global = (size_t)info.compute_units * 2048, local = 64;
+        if (local > info.max_work_group_size) local = info.max_work_group_size;
+        global = (global + local - 1) / local * local;
+        float fa = 0.999999f, fb = 1e-7f;
+        cl_int iters = o->quick ? 512 : 2048;
+        CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kf, 1, sizeof(float), &fa), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kf, 2, sizeof(float), &fb), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kf, 3, sizeof(cl_int), &iters), "clSetKernelArg");
+        double ms = time_kernel(q, kf, global, &local, 1, o->samples);
+        p->fma_gflops = ms > 0 ? (double)global * iters * 8 * 16 * 2 / (ms * 1e6) : 0;
+    }
+
+    /* Transfers: blocking write/read, and map for reading. */
+    bench_progress("peaks: host<->device transfers");
+    host = malloc(bytes);
+    if (!host) goto fail;
+    memset(host, 1, bytes);
+    {
+        double tw[16], tr[16], tm[16];
+        int n = o->samples > 16 ? 16 : o->samples;
+        for (int s = 0; s < n; s++) {
+            double t0 = bench_now_ms();
+            CHECK_CL(clEnqueueWriteBuffer(q, a, CL_TRUE, 0, bytes, host, 0, NULL, NULL), "write");
+            double t1 = bench_now_ms();
+            CHECK_CL(clEnqueueReadBuffer(q, a, CL_TRUE, 0, bytes, host, 0, NULL, NULL), "read");
+            double t2 = bench_now_ms();
+            void *m = clEnqueueMapBuffer(q, a, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &err);
+            CHECK_CL(err, "map");
+            volatile float sink = 0;
+            for (size_t i = 0; i < bytes / 4; i += 1024) sink += ((float *)m)[i];
+            (void)sink;
+            CHECK_CL(clEnqueueUnmapMemObject(q, a, m, 0, NULL, NULL), "unmap");
+            clFinish(q);
+            double t3 = bench_now_ms();
+            tw[s] = t1 - t0;
+            tr[s] = t2 - t1;
+            tm[s] = t3 - t2;
+        }
+        p->h2d_gbps = (double)bytes / (bench_median(tw, n) * 1e6);
+        p->d2h_gbps = (double)bytes / (bench_median(tr, n) * 1e6);
+        p->map_gbps = (double)bytes / (bench_median(tm, n) * 1e6);
+    }
+
+    /* Launch latency: an empty kernel queued back to back, and with clFinish after each. */
+    bench_progress("peaks: launch latency");
+    if (build(ctx, "empty", "", &ke)) goto fail;
+    CHECK_CL(clSetKernelArg(ke, 0, sizeof(cl_mem), &a), "clSetKernelArg");
+    {
+        size_t global = 1, local = 1;
+        const int n = o->quick ? 200 : 1000;
+        CHECK_CL(clEnqueueNDRangeKernel(q, ke, 1, NULL, &global, &local, 0, NULL, NULL), "launch");
+        clFinish(q);
+        double t0 = bench_now_ms();
+        for (int i = 0; i < n; i++)
+            CHECK_CL(clEnqueueNDRangeKernel(q, ke, 1, NULL, &global, &local, 0, NULL, NULL),
+                     "launch");
+        clFinish(q);
+        double t1 = bench_now_ms();
+        for (int i = 0; i < n / 4; i++) {
+            CHECK_CL(clEnqueueNDRangeKernel(q, ke, 1, NULL, &global, &local, 0, NULL, NULL),
+                     "launch");
+            clFinish(q);
+        }
+        double t2 = bench_now_ms();
+        p->launch_us = (t1 - t0) * 1e3 / n;
+        p->roundtrip_us = (t2 - t1) * 1e3 / (n / 4);
+    }
+    rc = 0;
+fail:
+    for (int i = 0; i < 3; i++)
+        if (kc[i]) clReleaseKernel(kc[i]);
+    if (kf) clReleaseKernel(kf);
+    if (ke) clReleaseKernel(ke);
+    if (a) clReleaseMemObject(a);
+    if (b) clReleaseMemObject(b);
+    free(host);
+    return rc;
+}
+
+/* Context creation plus the first use of every kernel, with the program cache in `dir`. */
+static double start_once(const bench_opts *o, const char *dir) {
+    clf_context_params params = clf_context_default_params();
+    params.device_spec = o->spec;
+    params.cache_dir = dir;
+    char msg[1024];
+    params.error_buf = msg;
+    params.error_buf_size = sizeof(msg);
+    double t0 = bench_now_ms();
+    clf_context *ctx = NULL;
+    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", msg);
+        return -1;
+    }
+    int bad = bench_ops_touch_all(ctx);
+    clf_context_finish(ctx);
+    double t1 = bench_now_ms();
+    clf_context_free(ctx);
+    return bad ? -1 : t1 - t0;
+}
+
+int bench_start_times(const bench_opts *o, bench_peaks *p) {
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/clformer-cache", o->tmp_dir);
+    bench_progress("peaks: cold program start (empty caches)");
+    p->cold_start_ms = start_once(o, dir);
+    bench_progress("peaks: warm program start");
+    p->warm_start_ms = start_once(o, dir);
+    return (p->cold_start_ms < 0 || p->warm_start_ms < 0) ? 1 : 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * report.c — clformer-bench output: a table on stdout, JSON (cJSON) and CSV files.
+ */
+#include "bench.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *type_name(clf_device_type t) {
+    return t == CLF_DEVICE_GPU ? "gpu" : t == CLF_DEVICE_CPU ? "cpu"
+                                     : t == CLF_DEVICE_ACCELERATOR ? "accelerator" : "other";
+}
+
+static void shape_str(const bench_result *r, char *buf, size_t size) {
+    size_t off = 0;
+    for (int i = 0; i < r->ndim && off < size; i++)
+        off += (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "", (long long)r->shape[i]);
+}
+
+void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r) {
+    printf("device: %s (%s, %s, driver %s, %u compute units)\n", d->name, d->platform_name,
+           type_name(d->type), d->driver_version, d->compute_units);
+    printf("\npeaks\n");
+    printf("  copy bandwidth      %8.2f GB/s  (float %.2f, float4 %.2f, float16 %.2f)\n",
+           p->copy_gbps, p->copy1_gbps, p->copy4_gbps, p->copy16_gbps);
+    printf("  fp32 FMA            %8.2f GFLOP/s\n", p->fma_gflops);
+    printf("  host->device        %8.2f GB/s\n", p->h2d_gbps);
+    printf("  device->host        %8.2f GB/s   (map %.2f GB/s)\n", p->d2h_gbps, p->map_gbps);
+    printf("  launch, queued      %8.2f us\n", p->launch_us);
+    printf("  launch, round trip  %8.2f us\n", p->roundtrip_us);
+    printf("  program start cold  %8.1f ms\n", p->cold_start_ms);
+    printf("  program start warm  %8.1f ms   (%.3f of cold)\n", p->warm_start_ms,
+           p->cold_start_ms > 0 ? p->warm_start_ms / p->cold_start_ms : 0);
+    printf("\n%-18s %-16s %10s %10s %10s %9s\n", "op", "shape", "ms", "GB/s", "GFLOP/s", "% peak");
+    for (size_t i = 0; i < r->n; i++) {
+        const bench_result *x = &r->items[i];
+        char s[64] = "";
+        shape_str(x, s, sizeof(s));
+        printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s)\n", x->op, s, x->ms, x->gbps,
+               x->gflops, x->pct_peak, x->bound);
+    }
+}
+
+int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,
+                     const bench_results *r) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *dev = cJSON_AddObjectToObject(root, "device");
+    cJSON_AddStringToObject(dev, "name", d->name);
+    cJSON_AddStringToObject(dev, "vendor", d->vendor);
+    cJSON_AddStringToObject(dev, "platform", d->platform_name);
+    cJSON_AddStringToObject(dev, "type", type_name(d->type));
+    cJSON_AddStringToObject(dev, "driver", d->driver_version);
+    cJSON_AddNumberToObject(dev, "compute_units", d->compute_units);
+    cJSON_AddNumberToObject(dev, "global_mem_bytes", (double)d->global_mem_bytes);
+    cJSON *pk = cJSON_AddObjectToObject(root, "peaks");
+    cJSON_AddNumberToObject(pk, "copy_gbps", p->copy_gbps);
+    cJSON_AddNumberToObject(pk, "copy_float_gbps", p->copy1_gbps);
+    cJSON_AddNumberToObject(pk, "copy_float4_gbps", p->copy4_gbps);
+    cJSON_AddNumberToObject(pk, "copy_float16_gbps", p->copy16_gbps);
+    cJSON_AddNumberToObject(pk, "fma_gflops", p->fma_gflops);
+    cJSON_AddNumberToObject(pk, "h2d_gbps", p->h2d_gbps);
+    cJSON_AddNumberToObject(pk, "d2h_gbps", p->d2h_gbps);
+    cJSON_AddNumberToObject(pk, "map_gbps", p->map_gbps);
+    cJSON_AddNumberToObject(pk, "launch_us", p->launch_us);
+    cJSON_AddNumberToObject(pk, "roundtrip_us", p->roundtrip_us);
+    cJSON_AddNumberToObject(pk, "cold_start_ms", p->cold_start_ms);
+    cJSON_AddNumberToObject(pk, "warm_start_ms", p->warm_start_ms);
+    cJSON *res = cJSON_AddArrayToObject(root, "results");
+    for (size_t i = 0; i < r->n; i++) {
+        const bench_result *x = &r->items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "op", x->op);
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int k = 0; k < x->ndim; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->shape[k]));
+        cJSON_AddNumberToObject(o, "ms", x->ms);
+        cJSON_AddNumberToObject(o, "gflops", x->gflops);
+        cJSON_AddNumberToObject(o, "gbps", x->gbps);
+        cJSON_AddNumberToObject(o, "pct_peak", x->pct_peak);
+        cJSON_AddStringToObject(o, "bound", x->bound);
+        cJSON_AddItemToArray(res, o);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return 1;
+    FILE *f = fopen(path, "w");
+    int rc = 1;
+    if (f) {
+        rc = (fputs(text, f) < 0 || fputc('\n', f) == EOF);
+        rc |= fclose(f) != 0;
+    }
+    if (rc) fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
+    free(text);
+    return rc;
+}
+
+int bench_write_csv(const char *path, const bench_results *r) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
+        return 1;
+    }
+    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const bench_result *x = &r->items[i];
+        char s[64] = "";
+        shape_str(x, s, sizeof(s));
+        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s\n", x->op, s, x->ms, x->gflops, x->gbps,
+                x->pct_peak, x->bound);
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
+        return 1;
+    }
+    return 0;
+}
