@@ -11,47 +11,71 @@
 #define CLF_NEG_BIG (-FLT_MAX)
 
 #define CLF_CAT_(a, b) a##b
-#define CLF_CAT(a, b) CLF_CAT_(a, b)
+#define CLF_CAT(a, b)  CLF_CAT_(a, b)
 
 typedef float float1;
 typedef int int1;
 
 /* Width-1 stand-ins for vloadN/vstoreN. */
-inline float clf_vload1(size_t i, const __global float *p) { return p[i]; }
-inline void clf_vstore1(float v, size_t i, __global float *p) { p[i] = v; }
-#define clf_vload2 vload2
-#define clf_vload4 vload4
-#define clf_vload8 vload8
-#define clf_vload16 vload16
-#define clf_vstore2 vstore2
-#define clf_vstore4 vstore4
-#define clf_vstore8 vstore8
+inline float clf_vload1(size_t i, const __global float *p) {
+    return p[i];
+}
+inline void clf_vstore1(float v, size_t i, __global float *p) {
+    p[i] = v;
+}
+#define clf_vload2   vload2
+#define clf_vload4   vload4
+#define clf_vload8   vload8
+#define clf_vload16  vload16
+#define clf_vstore2  vstore2
+#define clf_vstore4  vstore4
+#define clf_vstore8  vstore8
 #define clf_vstore16 vstore16
 
 /* Horizontal reductions. */
-inline float clf_hsum1(float v) { return v; }
-inline float clf_hsum2(float2 v) { return v.x + v.y; }
-inline float clf_hsum4(float4 v) { return clf_hsum2(v.lo + v.hi); }
-inline float clf_hsum8(float8 v) { return clf_hsum4(v.lo + v.hi); }
-inline float clf_hsum16(float16 v) { return clf_hsum8(v.lo + v.hi); }
-inline float clf_hmax1(float v) { return v; }
-inline float clf_hmax2(float2 v) { return fmax(v.x, v.y); }
-inline float clf_hmax4(float4 v) { return clf_hmax2(fmax(v.lo, v.hi)); }
-inline float clf_hmax8(float8 v) { return clf_hmax4(fmax(v.lo, v.hi)); }
-inline float clf_hmax16(float16 v) { return clf_hmax8(fmax(v.lo, v.hi)); }
+inline float clf_hsum1(float v) {
+    return v;
+}
+inline float clf_hsum2(float2 v) {
+    return v.x + v.y;
+}
+inline float clf_hsum4(float4 v) {
+    return clf_hsum2(v.lo + v.hi);
+}
+inline float clf_hsum8(float8 v) {
+    return clf_hsum4(v.lo + v.hi);
+}
+inline float clf_hsum16(float16 v) {
+    return clf_hsum8(v.lo + v.hi);
+}
+inline float clf_hmax1(float v) {
+    return v;
+}
+inline float clf_hmax2(float2 v) {
+    return fmax(v.x, v.y);
+}
+inline float clf_hmax4(float4 v) {
+    return clf_hmax2(fmax(v.lo, v.hi));
+}
+inline float clf_hmax8(float8 v) {
+    return clf_hmax4(fmax(v.lo, v.hi));
+}
+inline float clf_hmax16(float16 v) {
+    return clf_hmax8(fmax(v.lo, v.hi));
+}
 
-#define CLF_IOTA1 (0)
-#define CLF_IOTA2 ((int2)(0, 1))
-#define CLF_IOTA4 ((int4)(0, 1, 2, 3))
-#define CLF_IOTA8 ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#define CLF_IOTA1  (0)
+#define CLF_IOTA2  ((int2)(0, 1))
+#define CLF_IOTA4  ((int4)(0, 1, 2, 3))
+#define CLF_IOTA8  ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
 #define CLF_IOTA16 ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
 /* Width-VW forms, for kernel files that define VW. */
-#define floatV CLF_CAT(float, VW)
-#define intV CLF_CAT(int, VW)
-#define VLOAD(i, p) CLF_CAT(clf_vload, VW)((i), (p))
+#define floatV          CLF_CAT(float, VW)
+#define intV            CLF_CAT(int, VW)
+#define VLOAD(i, p)     CLF_CAT(clf_vload, VW)((i), (p))
 #define VSTORE(v, i, p) CLF_CAT(clf_vstore, VW)((v), (i), (p))
-#define HSUM(v) CLF_CAT(clf_hsum, VW)(v)
-#define HMAX(v) CLF_CAT(clf_hmax, VW)(v)
-#define IOTA CLF_CAT(CLF_IOTA, VW)
-#define convert_floatV CLF_CAT(convert_float, VW)
+#define HSUM(v)         CLF_CAT(clf_hsum, VW)(v)
+#define HMAX(v)         CLF_CAT(clf_hmax, VW)(v)
+#define IOTA            CLF_CAT(CLF_IOTA, VW)
+#define convert_floatV  CLF_CAT(convert_float, VW)

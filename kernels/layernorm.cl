@@ -65,7 +65,8 @@ layernorm_rows(const __global float *x,     /* (rows, n) */
         if (has_res) z += VLOAD(c, rr);
         s1 += HSUM(z - shift);
     }
-    for (int i = nv_len * VW + t; i < len; i += WG) s1 += (has_res ? xr[i] + rr[i] : xr[i]) - shift;
+    for (int i = nv_len * VW + t; i < len; i += WG)
+        s1 += (has_res ? xr[i] + rr[i] : xr[i]) - shift;
 #if WG > 1
     __local float red[RPG][WG];
     s1 = layernorm_group_sum(red, lr, t, s1);

@@ -198,10 +198,11 @@ clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t v
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown tunable '%s'",
                          name ? name : "(null)");
     const clf_tunable_def *d = &clf__tunable_defs[i];
-    if (value <= 0 || value > d->max || (d->pow2 && (value & (value - 1))))
+    if (value < d->min || value > d->max || (d->pow2 && (value & (value - 1))))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "tunable %s = %lld: must be in 1..%lld%s", name, (long long)value,
-                         (long long)d->max, d->pow2 ? " and a power of two" : "");
+                         "tunable %s = %lld: must be in %lld..%lld%s", name, (long long)value,
+                         (long long)d->min, (long long)d->max,
+                         d->pow2 ? " and a power of two" : "");
     if (ctx->tunables[i] == value) return CLF_SUCCESS;
     ctx->tunables[i] = value;
     /* Rebuild that program (through the cache) at next use. */

@@ -60,6 +60,7 @@ typedef struct clf_tunable_def {
     int64_t fallback; /* any other device type */
     int pow2;         /* 1: value must be a power of two */
     int64_t max;      /* largest accepted value */
+    int64_t min;      /* smallest accepted value */
 } clf_tunable_def;
 
 extern const clf_tunable_def clf__tunable_defs[];

@@ -24,24 +24,26 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
 };
 
-/* name, program, cpu, gpu, fallback, power of two, max */
+/* name, program, cpu, gpu, fallback, power of two, max, min */
 const clf_tunable_def clf__tunable_defs[] = {
     /* Row kernels: VW floats per load, WG work-items share a row (tree reduction in local
      * memory when > 1), RPG rows per work-group. PoCL: one work-item owns a row with float16
      * loads (2.2 ms vs 20+ ms for a local-memory tree, PERF.md). */
-    {"softmax.VW", CLF_PROG_SOFTMAX, 16, 4, 4, 1, 16},
-    {"softmax.WG", CLF_PROG_SOFTMAX, 1, 128, 64, 1, 1024},
-    {"softmax.RPG", CLF_PROG_SOFTMAX, 4, 1, 1, 0, 64},
-    {"layernorm.VW", CLF_PROG_LAYERNORM, 16, 4, 4, 1, 16},
-    {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024},
-    {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64},
+    {"softmax.VW", CLF_PROG_SOFTMAX, 16, 4, 4, 1, 16, 1},
+    {"softmax.WG", CLF_PROG_SOFTMAX, 1, 128, 64, 1, 1024, 1},
+    {"softmax.RPG", CLF_PROG_SOFTMAX, 4, 1, 1, 0, 64, 1},
+    {"layernorm.VW", CLF_PROG_LAYERNORM, 16, 4, 4, 1, 16, 1},
+    {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024, 1},
+    {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64, 1},
     /* Positional encoding: VW (sin, cos) pairs per work-item through vector sincos (scalar sin
      * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8). */
-    {"posenc.VW", CLF_PROG_POSENC, 8, 2, 2, 1, 16},
-    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024},
+    {"posenc.VW", CLF_PROG_POSENC, 8, 2, 2, 1, 16, 1},
+    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024, 1},
     /* Elementwise: PoCL wants work-groups of 64+ (local size 8: 4 ms, >= 64: 0.5-0.9 ms). */
-    {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16},
-    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024},
+    {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16, 1},
+    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1},
+    /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
+    {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

@@ -100,7 +100,7 @@ static void test_tunables(void **state) {
         /* Every default is a legal value. */
         int64_t v[3] = {d->cpu, d->gpu, d->fallback};
         for (int k = 0; k < 3; k++) {
-            assert_true(v[k] >= 1 && v[k] <= d->max);
+            assert_true(v[k] >= d->min && v[k] <= d->max);
             if (d->pow2) assert_int_equal(v[k] & (v[k] - 1), 0);
         }
     }

@@ -67,6 +67,7 @@ static void usage(FILE *f) {
             "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
             "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,posenc,\n"
             "                  embedding_posenc,bias_gelu,add\n"
+            "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
             "  --json FILE     write the results as JSON\n"
             "  --csv FILE      write the op results as CSV\n"
             "  --help          this text\n");
@@ -127,6 +128,8 @@ static int check_writable(const char *path) {
 int main(int argc, char **argv) {
     bench_opts o = {0};
     const char *json = NULL, *csv = NULL;
+    const char *sets[32];
+    int n_sets = 0;
     int list = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -136,11 +139,19 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 ||
-                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0) && i + 1 < argc) {
+                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0 ||
+                    strcmp(a, "--set") == 0) && i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(a, "--device") == 0) o.spec = v;
             else if (strcmp(a, "--json") == 0) json = v;
             else if (strcmp(a, "--csv") == 0) csv = v;
+            else if (strcmp(a, "--set") == 0) {
+                if (n_sets == 32 || !strchr(v, '=')) {
+                    fprintf(stderr, "clformer-bench: --set takes NAME=VALUE (at most 32)\n");
+                    return 2;
+                }
+                sets[n_sets++] = v;
+            }
             else o.ops = v;
         } else {
             fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
@@ -185,6 +196,17 @@ int main(int argc, char **argv) {
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", msg);
         goto done;
+    }
+    for (int i = 0; i < n_sets; i++) {
+        char name[128];
+        const char *eq = strchr(sets[i], '=');
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - sets[i]), sets[i]);
+        char *end = NULL;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (!end || *end || clf_context_set_tunable(ctx, name, v) != CLF_SUCCESS) {
+            fprintf(stderr, "clformer-bench: --set %s: %s\n", sets[i], clf_context_last_error(ctx));
+            goto done;
+        }
     }
     clf_device_info info;
     clf_context_device_info(ctx, &info);
