@@ -16,7 +16,8 @@ clf_context_params clf_context_default_params(void) {
 }
 
 static void set_buf(const clf_context_params *p, const char *msg) {
-    if (p && p->error_buf && p->error_buf_size) snprintf(p->error_buf, p->error_buf_size, "%s", msg);
+    if (p && p->error_buf && p->error_buf_size)
+        snprintf(p->error_buf, p->error_buf_size, "%s", msg);
 }
 
 /* Common part of both constructors, after cl_ctx/device/queue are set and retained. */
@@ -63,8 +64,7 @@ clf_status clf_context_create(clf_context **out, const clf_context_params *param
         return st;
     }
     cl_int err;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
-                                     0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
     ctx->cl_ctx = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
         snprintf(msg, sizeof(msg), "clCreateContext failed on '%s': %s (%d)", ctx->info.name,
@@ -77,8 +77,8 @@ clf_status clf_context_create(clf_context **out, const clf_context_params *param
     ctx->queue = clCreateCommandQueue(ctx->cl_ctx, ctx->device,
                                       ctx->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
-        snprintf(msg, sizeof(msg), "clCreateCommandQueue failed on '%s': %s (%d)",
-                 ctx->info.name, clf_strerror(err), (int)err);
+        snprintf(msg, sizeof(msg), "clCreateCommandQueue failed on '%s': %s (%d)", ctx->info.name,
+                 clf_strerror(err), (int)err);
         set_buf(p, msg);
         clf_context_free(ctx);
         return err;
@@ -154,7 +154,8 @@ void clf_context_free(clf_context *ctx) {
     if (ctx->queue) clFinish(ctx->queue);
     for (int i = 0; i < CLF_K_COUNT; i++)
         if (ctx->kernels[i]) clReleaseKernel(ctx->kernels[i]);
-    for (size_t i = 0; i < ctx->n_progs; i++) clReleaseProgram(ctx->progs[i].program);
+    for (size_t i = 0; i < ctx->n_progs; i++)
+        clReleaseProgram(ctx->progs[i].program);
     free(ctx->progs);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
@@ -171,9 +172,15 @@ clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out)
     return CLF_SUCCESS;
 }
 
-cl_context clf_context_cl_context(const clf_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
-cl_device_id clf_context_cl_device(const clf_context *ctx) { return ctx ? ctx->device : NULL; }
-cl_command_queue clf_context_cl_queue(const clf_context *ctx) { return ctx ? ctx->queue : NULL; }
+cl_context clf_context_cl_context(const clf_context *ctx) {
+    return ctx ? ctx->cl_ctx : NULL;
+}
+cl_device_id clf_context_cl_device(const clf_context *ctx) {
+    return ctx ? ctx->device : NULL;
+}
+cl_command_queue clf_context_cl_queue(const clf_context *ctx) {
+    return ctx ? ctx->queue : NULL;
+}
 
 clf_status clf_context_finish(clf_context *ctx) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;

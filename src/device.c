@@ -16,13 +16,13 @@ static void get_str(cl_device_id d, cl_device_info what, char *out) {
     out[CLF_NAME_LEN - 1] = '\0';
     /* Drivers pad some strings with spaces. */
     size_t len = strlen(out);
-    while (len > 0 && isspace((unsigned char)out[len - 1])) out[--len] = '\0';
+    while (len > 0 && isspace((unsigned char)out[len - 1]))
+        out[--len] = '\0';
 }
 
 static bool has_extension(cl_device_id d, const char *ext) {
     size_t n = 0;
-    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0)
-        return false;
+    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return false;
     char *s = malloc(n + 1);
     if (!s) return false;
     bool found = false;
@@ -87,8 +87,8 @@ clf_status clf__device_query(cl_platform_id platform, cl_device_id d, clf_device
         info->native_vector_width_float = u;
     info->has_fp16 = has_extension(d, "cl_khr_fp16");
     info->has_fp64 = has_extension(d, "cl_khr_fp64");
-    info->has_subgroups = has_extension(d, "cl_khr_subgroups") ||
-                          has_extension(d, "cl_intel_subgroups");
+    info->has_subgroups =
+        has_extension(d, "cl_khr_subgroups") || has_extension(d, "cl_intel_subgroups");
     return CL_SUCCESS;
 }
 
@@ -165,10 +165,14 @@ cleanup:
     }
     *list = infos;
     *count = n;
-    if (plats) *plats = out_p;
-    else free(out_p);
-    if (devs) *devs = out_d;
-    else free(out_d);
+    if (plats)
+        *plats = out_p;
+    else
+        free(out_p);
+    if (devs)
+        *devs = out_d;
+    else
+        free(out_d);
     return CLF_SUCCESS;
 }
 
@@ -178,7 +182,8 @@ clf_status clf_device_list(clf_device_info *infos, uint32_t capacity, uint32_t *
     uint32_t n;
     clf_status st = enumerate(&list, NULL, NULL, &n);
     if (st != CLF_SUCCESS) return st;
-    for (uint32_t i = 0; i < n && i < capacity; i++) infos[i] = list[i];
+    for (uint32_t i = 0; i < n && i < capacity; i++)
+        infos[i] = list[i];
     *count = n;
     free(list);
     return CLF_SUCCESS;
@@ -189,8 +194,7 @@ static bool ci_contains(const char *hay, const char *needle) {
     if (nl == 0) return false;
     for (const char *h = hay; *h; h++) {
         size_t i = 0;
-        while (i < nl && h[i] &&
-               tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i]))
+        while (i < nl && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i]))
             i++;
         if (i == nl) return true;
     }
@@ -215,11 +219,13 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
     /* Trim surrounding white space. */
     char buf[CLF_NAME_LEN];
     if (!spec) spec = "";
-    while (isspace((unsigned char)*spec)) spec++;
+    while (isspace((unsigned char)*spec))
+        spec++;
     size_t len = strlen(spec);
     if (len >= sizeof(buf)) return CLF_ERROR_INVALID_ARGUMENT;
     memcpy(buf, spec, len + 1);
-    while (len > 0 && isspace((unsigned char)buf[len - 1])) buf[--len] = '\0';
+    while (len > 0 && isspace((unsigned char)buf[len - 1]))
+        buf[--len] = '\0';
 
     if (len == 0) { /* default: first GPU, else first CPU, else the first device */
         for (uint32_t i = 0; i < n; i++)
@@ -231,9 +237,8 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
     static const struct {
         const char *word;
         clf_device_type type;
-    } types[] = {{"gpu", CLF_DEVICE_GPU},
-                 {"cpu", CLF_DEVICE_CPU},
-                 {"accelerator", CLF_DEVICE_ACCELERATOR}};
+    } types[] = {
+        {"gpu", CLF_DEVICE_GPU}, {"cpu", CLF_DEVICE_CPU}, {"accelerator", CLF_DEVICE_ACCELERATOR}};
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         if (strcasecmp(buf, types[t].word) == 0) {
             for (uint32_t i = 0; i < n; i++)

@@ -181,7 +181,9 @@ clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tenso
 /* Checks that a row length fits the kernels' int arithmetic. */
 clf_status clf__check_int(clf_context *ctx, int64_t v, const char *what);
 
-static inline size_t clf__round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+static inline size_t clf__round_up(size_t n, size_t m) {
+    return (n + m - 1) / m * m;
+}
 
 /* Overflow-checked size arithmetic: returns false on overflow. */
 static inline bool clf__mul_size(size_t a, size_t b, size_t *out) {

@@ -31,10 +31,14 @@ static uint64_t fnv1a(uint64_t h, const char *s) {
 
 void clf__cache_key(const char *source, const char *options, const clf_device_info *dev,
                     uint64_t key[2]) {
-    const char *fields[] = {CLF_CACHE_FORMAT,     source,
-                            options ? options : "", dev->name,
-                            dev->vendor,          dev->driver_version,
-                            dev->device_version,  dev->platform_name};
+    const char *fields[] = {CLF_CACHE_FORMAT,
+                            source,
+                            options ? options : "",
+                            dev->name,
+                            dev->vendor,
+                            dev->driver_version,
+                            dev->device_version,
+                            dev->platform_name};
     uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         a = fnv1a(a, fields[i]);
@@ -45,8 +49,7 @@ void clf__cache_key(const char *source, const char *options, const clf_device_in
 }
 
 void clf__cache_file_name(const uint64_t key[2], char out[40]) {
-    snprintf(out, 40, "%016llx%016llx.bin", (unsigned long long)key[0],
-             (unsigned long long)key[1]);
+    snprintf(out, 40, "%016llx%016llx.bin", (unsigned long long)key[0], (unsigned long long)key[1]);
 }
 
 char *clf__default_cache_dir(void) {
@@ -153,7 +156,8 @@ static char *build_log(cl_program prog, cl_device_id dev) {
     if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS) n = 0;
     char *log = malloc(n + 1);
     if (!log) return NULL;
-    if (n == 0 || clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+    if (n == 0 ||
+        clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
         n = 0;
     log[n] = '\0';
     return log;
@@ -181,8 +185,7 @@ static cl_program try_binary(clf_context *ctx, const uint64_t key[2], const char
 
 static void store_binary(clf_context *ctx, cl_program prog, const uint64_t key[2]) {
     size_t size = 0;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL) !=
-            CL_SUCCESS ||
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL) != CL_SUCCESS ||
         size == 0)
         return;
     unsigned char *bin = malloc(size);
@@ -334,8 +337,8 @@ clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
     cl_kernel k = clCreateKernel(prog, def->name, &err);
     if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateKernel");
     size_t wg = 0;
-    err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg), &wg,
-                                   NULL);
+    err =
+        clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg), &wg, NULL);
     if (err != CL_SUCCESS) {
         clReleaseKernel(k);
         return clf__cl_fail(ctx, err, "clGetKernelWorkGroupInfo");
@@ -372,7 +375,8 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
                        const size_t *global, const size_t *local) {
     if (local) {
         size_t total = 1;
-        for (cl_uint d = 0; d < dims; d++) total *= local[d];
+        for (cl_uint d = 0; d < dims; d++)
+            total *= local[d];
         if (total > ctx->kernel_wg[id])
             return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
                              "kernel %s: work-group of %zu work-items exceeds the %zu this device "

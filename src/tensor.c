@@ -133,7 +133,8 @@ void clf_tensor_free(clf_tensor *t) {
 static clf_status check_transfer(const clf_tensor *t, const void *host, size_t bytes,
                                  const char *what) {
     if (!t) return CLF_ERROR_INVALID_ARGUMENT;
-    if (!host) return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+    if (!host)
+        return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
     if (bytes != t->bytes)
         return clf__fail(t->ctx, CLF_ERROR_SHAPE_MISMATCH, "%s: %zu bytes given, tensor has %zu",
                          what, bytes, t->bytes);
@@ -143,7 +144,8 @@ static clf_status check_transfer(const clf_tensor *t, const void *host, size_t b
 clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
     if (st != CLF_SUCCESS) return st;
-    cl_int err = clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    cl_int err =
+        clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueWriteBuffer");
 }
 
@@ -180,7 +182,7 @@ clf_status clf_tensor_fill(clf_tensor *t, double value) {
     float f = (float)value;
     int32_t i = (int32_t)value;
     uint16_t h = to_half(f);
-    const void *pattern = t->dtype == CLF_F32 ? (const void *)&f
+    const void *pattern = t->dtype == CLF_F32   ? (const void *)&f
                           : t->dtype == CLF_I32 ? (const void *)&i
                                                 : (const void *)&h;
     if (t->dtype == CLF_I32 && !(value >= -2147483648.0 && value <= 2147483647.0))
@@ -202,7 +204,8 @@ clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src) {
                          clf__shape_str(src, a, sizeof(a)), clf__shape_str(dst, b, sizeof(b)));
     }
     if (src == dst) return CLF_SUCCESS;
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, 0, 0, dst->bytes, 0, NULL, NULL);
+    cl_int err =
+        clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, 0, 0, dst->bytes, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(ctx, err, "clEnqueueCopyBuffer");
 }
 
@@ -224,16 +227,26 @@ clf_status clf_tensor_reshape(clf_tensor *t, int ndim, const int64_t *shape) {
     return CLF_SUCCESS;
 }
 
-int clf_tensor_ndim(const clf_tensor *t) { return t ? t->ndim : 0; }
+int clf_tensor_ndim(const clf_tensor *t) {
+    return t ? t->ndim : 0;
+}
 int64_t clf_tensor_dim(const clf_tensor *t, int i) {
     if (!t) return 0;
     if (i < 0) i += t->ndim;
     return (i >= 0 && i < t->ndim) ? t->shape[i] : 0;
 }
-int64_t clf_tensor_numel(const clf_tensor *t) { return t ? t->numel : 0; }
-size_t clf_tensor_bytes(const clf_tensor *t) { return t ? t->bytes : 0; }
-clf_dtype clf_tensor_dtype(const clf_tensor *t) { return t ? t->dtype : CLF_F32; }
-cl_mem clf_tensor_cl_mem(const clf_tensor *t) { return t ? t->mem : NULL; }
+int64_t clf_tensor_numel(const clf_tensor *t) {
+    return t ? t->numel : 0;
+}
+size_t clf_tensor_bytes(const clf_tensor *t) {
+    return t ? t->bytes : 0;
+}
+clf_dtype clf_tensor_dtype(const clf_tensor *t) {
+    return t ? t->dtype : CLF_F32;
+}
+cl_mem clf_tensor_cl_mem(const clf_tensor *t) {
+    return t ? t->mem : NULL;
+}
 
 clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tensor *out) {
     clf_status st = clf__check_tensor(ctx, out, "out", CLF_F32);
@@ -248,7 +261,7 @@ clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tenso
 
 clf_status clf__check_int(clf_context *ctx, int64_t v, const char *what) {
     if (v > INT32_MAX)
-        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "%s = %lld exceeds the kernels' limit %d",
-                         what, (long long)v, INT32_MAX);
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "%s = %lld exceeds the kernels' limit %d", what,
+                         (long long)v, INT32_MAX);
     return CLF_SUCCESS;
 }

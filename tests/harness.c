@@ -50,7 +50,9 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) 
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
-void rng_seed(uint64_t seed) { rng_state = seed ? seed : 1; }
+void rng_seed(uint64_t seed) {
+    rng_state = seed ? seed : 1;
+}
 
 static uint64_t rng_next(void) {
     rng_state ^= rng_state >> 12;

@@ -36,7 +36,7 @@ int64_t rng_int(int64_t lo, int64_t hi); /* inclusive */
     do {                                                                                           \
         clf_status st_ = (call);                                                                   \
         if (st_ != CLF_SUCCESS)                                                                    \
-            fail_msg("%s -> %d (%s): %s", #call, (int)st_, clf_strerror(st_),                     \
+            fail_msg("%s -> %d (%s): %s", #call, (int)st_, clf_strerror(st_),                      \
                      clf_context_last_error(g_ctx));                                               \
     } while (0)
 

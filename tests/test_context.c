@@ -77,8 +77,7 @@ static void test_null_arguments(void **state) {
                      CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_tensor_write(t, NULL, clf_tensor_bytes(t)), CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_tensor_read(NULL, shape, 8), CLF_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(clf_tensor_create(g_ctx, CLF_F32, 2, shape, NULL),
-                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_tensor_create(g_ctx, CLF_F32, 2, shape, NULL), CLF_ERROR_INVALID_ARGUMENT);
     clf_tensor *t2 = (clf_tensor *)0x1;
     assert_int_equal(clf_tensor_create(g_ctx, CLF_F32, 2, NULL, &t2), CLF_ERROR_INVALID_ARGUMENT);
     assert_null(t2);
@@ -91,7 +90,8 @@ static void test_null_arguments(void **state) {
     clf_tensor_free(NULL);
     /* Nothing was written. */
     float *h = tensor_to_host(t);
-    for (int i = 0; i < 15; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 15; i++)
+        assert_true(isnan(h[i]));
     free(h);
     clf_tensor_free(t);
 }
@@ -100,7 +100,8 @@ static void test_tensor_basics(void **state) {
     (void)state;
     int64_t shape[3] = {2, 3, 7};
     float data[42];
-    for (int i = 0; i < 42; i++) data[i] = (float)i * 0.5f;
+    for (int i = 0; i < 42; i++)
+        data[i] = (float)i * 0.5f;
     clf_tensor *a = tensor_from(CLF_F32, 3, shape, data);
     assert_int_equal(clf_tensor_ndim(a), 3);
     assert_int_equal(clf_tensor_dim(a, -1), 7);
@@ -115,7 +116,8 @@ static void test_tensor_basics(void **state) {
     assert_memory_equal(out, data, sizeof(out));
     CLF_OK(clf_tensor_fill(b, 2.5));
     CLF_OK(clf_tensor_read(b, out, sizeof(out)));
-    for (int i = 0; i < 42; i++) assert_true(out[i] == 2.5f);
+    for (int i = 0; i < 42; i++)
+        assert_true(out[i] == 2.5f);
     /* Size mismatches. */
     assert_int_equal(clf_tensor_read(b, out, 8), CLF_ERROR_SHAPE_MISMATCH);
     int64_t rs[2] = {6, 7}, bad[2] = {6, 8};
@@ -131,7 +133,8 @@ static void test_tensor_basics(void **state) {
     CLF_OK(clf_tensor_fill(ci, -7));
     int32_t iv[5];
     CLF_OK(clf_tensor_read(ci, iv, sizeof(iv)));
-    for (int i = 0; i < 5; i++) assert_int_equal(iv[i], -7);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(iv[i], -7);
     assert_int_equal(clf_tensor_fill(ci, 1e12), CLF_ERROR_INVALID_ARGUMENT);
     /* f16 storage: 1.5 is exact in half (0x3e00). */
     clf_tensor *h = NULL;
@@ -140,7 +143,8 @@ static void test_tensor_basics(void **state) {
     CLF_OK(clf_tensor_fill(h, 1.5));
     uint16_t hv[5];
     CLF_OK(clf_tensor_read(h, hv, sizeof(hv)));
-    for (int i = 0; i < 5; i++) assert_int_equal(hv[i], 0x3e00);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(hv[i], 0x3e00);
     clf_tensor_free(h);
     clf_tensor_free(a);
     clf_tensor_free(b);
@@ -437,8 +441,10 @@ static void test_two_threads_two_contexts(void **state) {
     (void)state;
     pthread_t th[2];
     thread_job jobs[2] = {{.seed = 1}, {.seed = 2}};
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
     for (int i = 0; i < 2; i++)
         if (!jobs[i].ok) fail_msg("thread %d failed: %s", i, jobs[i].err);
 }

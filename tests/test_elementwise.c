@@ -32,9 +32,12 @@ static void test_bias_act(void **state) {
                 numel *= shape[d];
             }
             shape[ndim - 1] = n;
-            float *x = malloc(sizeof(float) * (size_t)numel), *b = malloc(sizeof(float) * (size_t)n);
-            for (int64_t i = 0; i < numel; i++) x[i] = (float)(rng_normal() * 3.0);
-            for (int64_t i = 0; i < n; i++) b[i] = (float)rng_uniform(-1, 1);
+            float *x = malloc(sizeof(float) * (size_t)numel),
+                  *b = malloc(sizeof(float) * (size_t)n);
+            for (int64_t i = 0; i < numel; i++)
+                x[i] = (float)(rng_normal() * 3.0);
+            for (int64_t i = 0; i < n; i++)
+                b[i] = (float)rng_uniform(-1, 1);
             clf_tensor *tb = tensor_from(CLF_F32, 1, &n, b);
             for (int act = 0; act <= 3; act++) {
                 const int with_bias = (act + (int)li) % 2 == 0;
@@ -78,7 +81,9 @@ static void test_add(void **state) {
                 want[i] = (double)a[i] + (double)b[i];
             }
             clf_tensor *ta = tensor_from(CLF_F32, 1, &n, a), *tb = tensor_from(CLF_F32, 1, &n, b);
-            clf_tensor *out = (li % 3 == 0) ? ta : (li % 3 == 1) ? tb : tensor_poisoned(CLF_F32, 1, &n);
+            clf_tensor *out = (li % 3 == 0)   ? ta
+                              : (li % 3 == 1) ? tb
+                                              : tensor_poisoned(CLF_F32, 1, &n);
             CLF_OK(clf_add(g_ctx, ta, tb, out));
             float *got = tensor_to_host(out);
             check_close("add", got, want, n, 0.0, 5.9604644775390625e-8); /* one rounding */
@@ -107,7 +112,8 @@ static void test_bad_input(void **state) {
     assert_int_equal(clf_add(g_ctx, x, x, y), CLF_ERROR_SHAPE_MISMATCH);
     assert_int_equal(clf_add(g_ctx, x, NULL, out), CLF_ERROR_INVALID_ARGUMENT);
     float *h = tensor_to_host(out);
-    for (int i = 0; i < 24; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 24; i++)
+        assert_true(isnan(h[i]));
     free(h);
     clf_tensor_free(x);
     clf_tensor_free(out);

@@ -115,7 +115,8 @@ static void test_tunables(void **state) {
 static void test_build_options(void **state) {
     (void)state;
     int64_t *vals = calloc(clf__tunable_count, sizeof(int64_t));
-    for (size_t i = 0; i < clf__tunable_count; i++) vals[i] = (int64_t)(i + 2);
+    for (size_t i = 0; i < clf__tunable_count; i++)
+        vals[i] = (int64_t)(i + 2);
     char buf[512];
     assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, buf, sizeof(buf)),
                      0);
@@ -192,7 +193,8 @@ static void test_embedded_sources(void **state) {
         for (size_t i = 0; i < clf__tunable_count; i++) {
             if (clf__tunable_defs[i].prog != (clf_prog_id)p) continue;
             char guard[64];
-            snprintf(guard, sizeof(guard), "#ifndef %s\n", strchr(clf__tunable_defs[i].name, '.') + 1);
+            snprintf(guard, sizeof(guard), "#ifndef %s\n",
+                     strchr(clf__tunable_defs[i].name, '.') + 1);
             assert_non_null(strstr(src, guard));
         }
     }
@@ -204,9 +206,9 @@ static void test_embedded_sources(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror),      cmocka_unit_test(test_device_match),
-        cmocka_unit_test(test_tunables),      cmocka_unit_test(test_build_options),
-        cmocka_unit_test(test_cache_key),     cmocka_unit_test(test_cache_dir),
+        cmocka_unit_test(test_strerror),         cmocka_unit_test(test_device_match),
+        cmocka_unit_test(test_tunables),         cmocka_unit_test(test_build_options),
+        cmocka_unit_test(test_cache_key),        cmocka_unit_test(test_cache_dir),
         cmocka_unit_test(test_embedded_sources),
     };
     return cmocka_run_group_tests_name("host", tests, NULL, NULL);

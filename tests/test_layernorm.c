@@ -35,13 +35,16 @@ static void run_case(const char *what, int ndim, const int64_t *shape, const flo
                      const float *res, const float *gamma, const float *beta, float eps,
                      int inplace) {
     int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) numel *= shape[i];
+    for (int i = 0; i < ndim; i++)
+        numel *= shape[i];
     const int64_t n = shape[ndim - 1], rows = numel / n;
     clf_tensor *tx = tensor_from(CLF_F32, ndim, shape, x);
     clf_tensor *tr = res ? tensor_from(CLF_F32, ndim, shape, res) : NULL;
     clf_tensor *tg = tensor_from(CLF_F32, 1, &n, gamma);
     clf_tensor *tb = tensor_from(CLF_F32, 1, &n, beta);
-    clf_tensor *out = inplace == 1 ? tx : (inplace == 2 && tr) ? tr : tensor_poisoned(CLF_F32, ndim, shape);
+    clf_tensor *out = inplace == 1           ? tx
+                      : (inplace == 2 && tr) ? tr
+                                             : tensor_poisoned(CLF_F32, ndim, shape);
     CLF_OK(clf_layernorm(g_ctx, tx, tr, tg, tb, eps, out));
     float *got = tensor_to_host(out);
     double *want = malloc(sizeof(double) * (size_t)numel);
@@ -70,7 +73,8 @@ static void test_shapes(void **state) {
                 numel *= shape[d];
             }
             shape[ndim - 1] = n;
-            float *x = malloc(sizeof(float) * (size_t)numel), *r = malloc(sizeof(float) * (size_t)numel);
+            float *x = malloc(sizeof(float) * (size_t)numel),
+                  *r = malloc(sizeof(float) * (size_t)numel);
             float *g = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
             for (int64_t i = 0; i < numel; i++) {
                 x[i] = (float)(rng_normal() * 2.0 + 0.5);
@@ -99,9 +103,9 @@ static void test_extreme_rows(void **state) {
         int64_t shape[2] = {4, n};
         float *x = malloc(sizeof(float) * 4 * n), g[1000], b[1000];
         for (int64_t i = 0; i < n; i++) {
-            x[i] = (float)(1e4 + rng_normal());          /* mean dwarfs the spread */
-            x[n + i] = 3.25f;                            /* constant: output is beta */
-            x[2 * n + i] = (i == 0) ? 1e4f : 0.0f;       /* outlier first: shift far from mean */
+            x[i] = (float)(1e4 + rng_normal());    /* mean dwarfs the spread */
+            x[n + i] = 3.25f;                      /* constant: output is beta */
+            x[2 * n + i] = (i == 0) ? 1e4f : 0.0f; /* outlier first: shift far from mean */
             x[3 * n + i] = (float)(-1e4 + rng_normal() * 1e-2);
             g[i] = (float)rng_uniform(0.5, 1.5);
             b[i] = (float)rng_uniform(-0.5, 0.5);
@@ -129,9 +133,11 @@ static void test_bad_input(void **state) {
     assert_int_equal(clf_layernorm(g_ctx, x, NULL, g, g, NAN, out), CLF_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "eps"));
     assert_int_equal(clf_layernorm(g_ctx, x, NULL, g, g, 1e-5f, r_bad), CLF_ERROR_SHAPE_MISMATCH);
-    assert_int_equal(clf_layernorm(g_ctx, x, NULL, NULL, g, 1e-5f, out), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_layernorm(g_ctx, x, NULL, NULL, g, 1e-5f, out),
+                     CLF_ERROR_INVALID_ARGUMENT);
     float *h = tensor_to_host(out);
-    for (int i = 0; i < 30; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 30; i++)
+        assert_true(isnan(h[i]));
     free(h);
     clf_tensor_free(x);
     clf_tensor_free(out);

@@ -49,7 +49,8 @@ static void test_posenc_add(void **state) {
             const int64_t rows = ndim == 3 ? b * n : n;
             float *x = malloc(sizeof(float) * (size_t)(rows * d));
             double *want = malloc(sizeof(double) * (size_t)(rows * d));
-            for (int64_t i = 0; i < rows * d; i++) x[i] = (float)rng_normal();
+            for (int64_t i = 0; i < rows * d; i++)
+                x[i] = (float)rng_normal();
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t i = 0; i < d; i++)
                     want[r * d + i] = (double)x[r * d + i] + ref_posenc(off + r % n, i, d);
@@ -79,9 +80,11 @@ static void test_embedding(void **state) {
             const int add_pe = (int)((di + (size_t)s) % 2);
             const float scale = sqrtf((float)d);
             float *table = malloc(sizeof(float) * (size_t)(vocab * d));
-            for (int64_t i = 0; i < vocab * d; i++) table[i] = (float)rng_normal();
+            for (int64_t i = 0; i < vocab * d; i++)
+                table[i] = (float)rng_normal();
             int32_t *ids = malloc(sizeof(int32_t) * (size_t)rows);
-            for (int64_t i = 0; i < rows; i++) ids[i] = (int32_t)rng_int(0, vocab - 1);
+            for (int64_t i = 0; i < rows; i++)
+                ids[i] = (int32_t)rng_int(0, vocab - 1);
             ids[0] = 0;
             ids[rows - 1] = (int32_t)(vocab - 1);
             double *want = malloc(sizeof(double) * (size_t)(rows * d));
@@ -126,7 +129,8 @@ static void test_bad_input(void **state) {
     assert_int_equal(clf_embedding(g_ctx, ids, table, NAN, 0, 0, out), CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_embedding(g_ctx, ids, table, 1.0f, 1, -1, out), CLF_ERROR_OUT_OF_RANGE);
     float *h = tensor_to_host(out);
-    for (int i = 0; i < 24; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 24; i++)
+        assert_true(isnan(h[i]));
     free(h);
     /* posenc: rank and position range. */
     assert_int_equal(clf_posenc_add(g_ctx, ids, 0, out), CLF_ERROR_UNSUPPORTED);
@@ -137,7 +141,8 @@ static void test_bad_input(void **state) {
     assert_int_equal(clf_posenc_add(g_ctx, out, -3, out), CLF_ERROR_OUT_OF_RANGE);
     assert_int_equal(clf_posenc_add(g_ctx, out, 0, out_bad), CLF_ERROR_SHAPE_MISMATCH);
     h = tensor_to_host(out);
-    for (int i = 0; i < 24; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 24; i++)
+        assert_true(isnan(h[i]));
     free(h);
     clf_tensor_free(v);
     clf_tensor_free(table);

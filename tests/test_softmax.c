@@ -15,13 +15,16 @@
 
 static const int64_t k_lengths[] = {1, 3, 7, 64, 77, 384, 1000, 4097};
 
-static double tol_rel(int64_t n) { return (double)(n + 16) * 5.9604644775390625e-8; }
+static double tol_rel(int64_t n) {
+    return (double)(n + 16) * 5.9604644775390625e-8;
+}
 
 /* Runs softmax on x (shape) with the mask, compares to the reference, checks masked zeros. */
 static void run_case(const char *what, int ndim, const int64_t *shape, const float *x,
                      const int32_t *lens, int lens_ndim, int causal, int64_t offset, int inplace) {
     int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) numel *= shape[i];
+    for (int i = 0; i < ndim; i++)
+        numel *= shape[i];
     const int64_t n = shape[ndim - 1], rows = numel / n;
     const int64_t nq = ndim >= 2 ? shape[ndim - 2] : 1, batch = ndim >= 3 ? shape[0] : 1;
     clf_tensor *tx = tensor_from(CLF_F32, ndim, shape, x);
@@ -41,7 +44,9 @@ static void run_case(const char *what, int ndim, const int64_t *shape, const flo
     check_close(what, got, want, numel, 1e-9, tol_rel(n));
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = lim[r]; i < n; i++)
-            if (got[r * n + i] != 0.0f) fail_msg("%s: masked [%lld, %lld] = %g", what, (long long)r, (long long)i, (double)got[r * n + i]);
+            if (got[r * n + i] != 0.0f)
+                fail_msg("%s: masked [%lld, %lld] = %g", what, (long long)r, (long long)i,
+                         (double)got[r * n + i]);
     free(got);
     free(want);
     free(lim);
@@ -52,7 +57,8 @@ static void run_case(const char *what, int ndim, const int64_t *shape, const flo
 
 static float *random_logits(int64_t n, double scale) {
     float *x = malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) x[i] = (float)(rng_normal() * scale);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(rng_normal() * scale);
     return x;
 }
 
@@ -93,7 +99,8 @@ static void test_masks(void **state) {
             run_case("lens (B)", 4, shape4, x, lb, 1, 0, 0, 0);
             run_case("lens (B) 3-D", 3, shape3, x, lb, 1, 0, 0, 1);
             int32_t lr[15];
-            for (int i = 0; i < 15; i++) lr[i] = (int32_t)rng_int(-1, nk + 1);
+            for (int i = 0; i < 15; i++)
+                lr[i] = (int32_t)rng_int(-1, nk + 1);
             lr[3] = 0;
             run_case("lens (B, Nq)", 4, shape4, x, lr, 2, 0, 0, 0);
             /* Causal: decoding with a cache (Nk = offset + Nq) and a plain square-ish case. */
@@ -115,12 +122,12 @@ static void test_extreme_inputs(void **state) {
         int64_t shape[2] = {6, 1000};
         float *x = malloc(sizeof(float) * 6000);
         for (int i = 0; i < 1000; i++) {
-            x[i] = (float)(rng_uniform(-1e4, 1e4));                /* huge spread */
-            x[1000 + i] = 1e4f;                                    /* constant, huge */
-            x[2000 + i] = -1e4f;                                   /* constant, very negative */
-            x[3000 + i] = (i == 517) ? 1e4f : -1e4f;               /* one-hot */
-            x[4000 + i] = 0.0f;                                    /* zeros */
-            x[5000 + i] = (float)(1e4 + rng_uniform(-1.0, 1.0));   /* big mean, small spread */
+            x[i] = (float)(rng_uniform(-1e4, 1e4));              /* huge spread */
+            x[1000 + i] = 1e4f;                                  /* constant, huge */
+            x[2000 + i] = -1e4f;                                 /* constant, very negative */
+            x[3000 + i] = (i == 517) ? 1e4f : -1e4f;             /* one-hot */
+            x[4000 + i] = 0.0f;                                  /* zeros */
+            x[5000 + i] = (float)(1e4 + rng_uniform(-1.0, 1.0)); /* big mean, small spread */
         }
         run_case("extreme", 2, shape, x, NULL, 0, 0, 0, 0);
         float *y = NULL;
@@ -160,7 +167,8 @@ static void test_bad_input(void **state) {
     assert_int_equal(clf_softmax(g_ctx, x, lens_f, NULL), CLF_ERROR_SHAPE_MISMATCH);
     /* Outputs untouched. */
     float *h = tensor_to_host(out);
-    for (int i = 0; i < 72; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 72; i++)
+        assert_true(isnan(h[i]));
     free(h);
     clf_tensor_free(x);
     clf_tensor_free(out);

@@ -136,9 +136,9 @@ typedef struct clf_context_params {
      * ("nvidia", "intel", "amd", "pthread"). NULL: $CLF_DEVICE, else the first GPU, else the
      * first CPU, else the first device. */
     const char *device_spec;
-    int enable_profiling; /* 1: time every kernel (clf_context_profile) */
-    int disk_cache;       /* 1 (default): keep built programs on disk */
-    const char *cache_dir; /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
+    int enable_profiling;   /* 1: time every kernel (clf_context_profile) */
+    int disk_cache;         /* 1 (default): keep built programs on disk */
+    const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
     const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
     char *error_buf;        /* optional: why clf_context_create failed (no context to ask) */
     size_t error_buf_size;

@@ -25,7 +25,8 @@ clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const clf_tensor
         if ((st = clf__check_tensor(ctx, residual, "residual", CLF_F32)) != CLF_SUCCESS) return st;
         if (!clf__same_shape(x, residual))
             return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "residual %s differs from x %s",
-                             clf__shape_str(residual, a, sizeof(a)), clf__shape_str(x, b, sizeof(b)));
+                             clf__shape_str(residual, a, sizeof(a)),
+                             clf__shape_str(x, b, sizeof(b)));
     }
     if (!(eps > 0.0f) || !isfinite(eps))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "eps = %g: must be > 0 and finite",

@@ -26,9 +26,9 @@ static clf_status launch(clf_context *ctx, cl_mem src, const clf_tensor *ids, cl
     cl_int use_ids = ids ? 1 : 0, c_d = (cl_int)d, c_pe = add_pe, c_seq = (cl_int)seq_len;
     cl_long c_rows = rows, c_off = pos_offset;
     float freq = (float)(-log2(10000.0) * 2.0 / (double)d);
-    st = clf__set_args(ctx, k, sizeof(cl_mem), &src, sizeof(cl_mem), &idm, sizeof(cl_int),
-                       &use_ids, sizeof(cl_mem), &y, sizeof(cl_long), &c_rows, sizeof(cl_int),
-                       &c_d, sizeof(float), &scale, sizeof(cl_int), &c_pe, sizeof(cl_int), &c_seq,
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &src, sizeof(cl_mem), &idm, sizeof(cl_int), &use_ids,
+                       sizeof(cl_mem), &y, sizeof(cl_long), &c_rows, sizeof(cl_int), &c_d,
+                       sizeof(float), &scale, sizeof(cl_int), &c_pe, sizeof(cl_int), &c_seq,
                        sizeof(cl_long), &c_off, sizeof(float), &freq, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global = clf__round_up(items, wg);
@@ -74,7 +74,8 @@ clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tens
                          clf__shape_str(table, a, sizeof(a)), clf__shape_str(ids, b, sizeof(b)));
     const int64_t vocab = table->shape[0], d = table->shape[1];
     bool ok = out->ndim == ids->ndim + 1 && out->shape[out->ndim - 1] == d;
-    for (int i = 0; ok && i < ids->ndim; i++) ok = out->shape[i] == ids->shape[i];
+    for (int i = 0; ok && i < ids->ndim; i++)
+        ok = out->shape[i] == ids->shape[i];
     if (!ok)
         return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                          "embedding: out %s must be ids' shape %s plus d = %lld (table %s)",

@@ -47,10 +47,10 @@ clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
     const size_t rpg = (size_t)clf__tun(ctx, "softmax.RPG");
     cl_long c_rows = rows, c_rpb = rows / batch, c_off = offset;
     cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = lens_mode, c_causal = causal;
-    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem,
-                       sizeof(cl_long), &c_rows, sizeof(cl_int), &c_n, sizeof(cl_mem), &lens,
-                       sizeof(cl_int), &c_mode, sizeof(cl_long), &c_rpb, sizeof(cl_int), &c_nq,
-                       sizeof(cl_int), &c_causal, sizeof(cl_long), &c_off, (size_t)0);
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem, sizeof(cl_long),
+                       &c_rows, sizeof(cl_int), &c_n, sizeof(cl_mem), &lens, sizeof(cl_int),
+                       &c_mode, sizeof(cl_long), &c_rpb, sizeof(cl_int), &c_nq, sizeof(cl_int),
+                       &c_causal, sizeof(cl_long), &c_off, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[2] = {wg, clf__round_up((size_t)rows, rpg)};
     size_t local[2] = {wg, rpg};

@@ -21,9 +21,12 @@ void ref_softmax(const float *x, double *y, int64_t rows, int64_t n, const int64
         double *yr = y + r * n;
         int64_t l = lim ? lim[r] : n;
         double m = -INFINITY, s = 0.0;
-        for (int64_t i = 0; i < l; i++) m = fmax(m, (double)xr[i]);
-        for (int64_t i = 0; i < l; i++) s += exp((double)xr[i] - m);
-        for (int64_t i = 0; i < n; i++) yr[i] = i < l ? exp((double)xr[i] - m) / s : 0.0;
+        for (int64_t i = 0; i < l; i++)
+            m = fmax(m, (double)xr[i]);
+        for (int64_t i = 0; i < l; i++)
+            s += exp((double)xr[i] - m);
+        for (int64_t i = 0; i < n; i++)
+            yr[i] = i < l ? exp((double)xr[i] - m) / s : 0.0;
     }
 }
 

@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 typedef struct bench_opts {
-    int quick;        /* shorter runs, same coverage */
-    int samples;      /* timed samples per measurement (median reported) */
-    const char *ops;  /* comma-separated op names, NULL: all */
-    const char *spec; /* device spec */
+    int quick;           /* shorter runs, same coverage */
+    int samples;         /* timed samples per measurement (median reported) */
+    const char *ops;     /* comma-separated op names, NULL: all */
+    const char *spec;    /* device spec */
     const char *tmp_dir; /* scratch folder for the cold/warm start caches */
 } bench_opts;
 

@@ -59,18 +59,17 @@ int bench_op_selected(const bench_opts *o, const char *op) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: clformer-bench [options]\n"
-            "  --list          list OpenCL devices and exit\n"
-            "  --device SPEC   gpu, cpu, an index, platform:device or a name substring\n"
-            "                  (default: $CLF_DEVICE, else the first GPU, else the first CPU)\n"
-            "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
-            "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,posenc,\n"
-            "                  embedding_posenc,bias_gelu,add\n"
-            "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
-            "  --json FILE     write the results as JSON\n"
-            "  --csv FILE      write the op results as CSV\n"
-            "  --help          this text\n");
+    fprintf(f, "usage: clformer-bench [options]\n"
+               "  --list          list OpenCL devices and exit\n"
+               "  --device SPEC   gpu, cpu, an index, platform:device or a name substring\n"
+               "                  (default: $CLF_DEVICE, else the first GPU, else the first CPU)\n"
+               "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
+               "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,posenc,\n"
+               "                  embedding_posenc,bias_gelu,add\n"
+               "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
+               "  --json FILE     write the results as JSON\n"
+               "  --csv FILE      write the op results as CSV\n"
+               "  --help          this text\n");
 }
 
 static int list_devices(void) {
@@ -89,18 +88,22 @@ static int list_devices(void) {
     clf_device_list(d, n, &n);
     for (uint32_t i = 0; i < n; i++) {
         printf("[%u] %u:%u %s  %s (%s)\n", d[i].global_index, d[i].platform_index,
-               d[i].device_index, d[i].type == CLF_DEVICE_GPU ? "gpu" : d[i].type == CLF_DEVICE_CPU ? "cpu" : "other",
+               d[i].device_index,
+               d[i].type == CLF_DEVICE_GPU   ? "gpu"
+               : d[i].type == CLF_DEVICE_CPU ? "cpu"
+                                             : "other",
                d[i].name, d[i].platform_name);
-        printf("      vendor %s, driver %s, %s, %u CUs @ %u MHz, %.1f GiB global (max alloc %.1f GiB), "
+        printf("      vendor %s, driver %s, %s, %u CUs @ %u MHz, %.1f GiB global (max alloc %.1f "
+               "GiB), "
                "%.0f KiB local (%s), max work-group %llu, float vector %u/%u, fp16 %s, fp64 %s, "
                "sub-groups %s\n",
                d[i].vendor, d[i].driver_version, d[i].opencl_c_version, d[i].compute_units,
                d[i].clock_mhz, (double)d[i].global_mem_bytes / (1 << 30),
                (double)d[i].max_alloc_bytes / (1 << 30), (double)d[i].local_mem_bytes / 1024,
-               d[i].local_mem_dedicated ? "dedicated" : "global", (unsigned long long)d[i].max_work_group_size,
-               d[i].preferred_vector_width_float, d[i].native_vector_width_float,
-               d[i].has_fp16 ? "yes" : "no", d[i].has_fp64 ? "yes" : "no",
-               d[i].has_subgroups ? "yes" : "no");
+               d[i].local_mem_dedicated ? "dedicated" : "global",
+               (unsigned long long)d[i].max_work_group_size, d[i].preferred_vector_width_float,
+               d[i].native_vector_width_float, d[i].has_fp16 ? "yes" : "no",
+               d[i].has_fp64 ? "yes" : "no", d[i].has_subgroups ? "yes" : "no");
     }
     free(d);
     return 0;
@@ -133,26 +136,32 @@ int main(int argc, char **argv) {
     int list = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--list") == 0) list = 1;
-        else if (strcmp(a, "--quick") == 0) o.quick = 1;
+        if (strcmp(a, "--list") == 0)
+            list = 1;
+        else if (strcmp(a, "--quick") == 0)
+            o.quick = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 ||
                     strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0 ||
-                    strcmp(a, "--set") == 0) && i + 1 < argc) {
+                    strcmp(a, "--set") == 0) &&
+                   i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(a, "--device") == 0) o.spec = v;
-            else if (strcmp(a, "--json") == 0) json = v;
-            else if (strcmp(a, "--csv") == 0) csv = v;
+            if (strcmp(a, "--device") == 0)
+                o.spec = v;
+            else if (strcmp(a, "--json") == 0)
+                json = v;
+            else if (strcmp(a, "--csv") == 0)
+                csv = v;
             else if (strcmp(a, "--set") == 0) {
                 if (n_sets == 32 || !strchr(v, '=')) {
                     fprintf(stderr, "clformer-bench: --set takes NAME=VALUE (at most 32)\n");
                     return 2;
                 }
                 sets[n_sets++] = v;
-            }
-            else o.ops = v;
+            } else
+                o.ops = v;
         } else {
             fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
             usage(stderr);

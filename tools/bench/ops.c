@@ -32,11 +32,14 @@ static clf_status run_embedding(clf_context *ctx, op_args *a) {
 static clf_status run_bias_gelu(clf_context *ctx, op_args *a) {
     return clf_bias_act(ctx, a->x, a->bias, CLF_ACT_GELU_ERF, a->y);
 }
-static clf_status run_add(clf_context *ctx, op_args *a) { return clf_add(ctx, a->x, a->res, a->y); }
+static clf_status run_add(clf_context *ctx, op_args *a) {
+    return clf_add(ctx, a->x, a->res, a->y);
+}
 
 static void free_args(op_args *a) {
     clf_tensor *all[] = {a->x, a->y, a->res, a->gamma, a->beta, a->bias, a->ids, a->table, a->lens};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) clf_tensor_free(all[i]);
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        clf_tensor_free(all[i]);
     memset(a, 0, sizeof(*a));
 }
 
@@ -65,7 +68,8 @@ static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, in
         *bad = 1;
         return t;
     }
-    for (int64_t i = 0; i < n; i++) h[i] = (int32_t)((i * 7) % vocab);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (int32_t)((i * 7) % vocab);
     if (clf_tensor_write(t, h, sizeof(int32_t) * (size_t)n) != CLF_SUCCESS) *bad = 1;
     free(h);
     return t;
@@ -139,8 +143,8 @@ static op_fn setup(clf_context *ctx, const char *name, int tiny, op_args *a, int
     return NULL;
 }
 
-static const char *const k_ops[] = {"softmax",          "layernorm", "add_layernorm", "posenc",
-                                    "embedding_posenc", "bias_gelu", "add"};
+static const char *const k_ops[] = {
+    "softmax", "layernorm", "add_layernorm", "posenc", "embedding_posenc", "bias_gelu", "add"};
 
 int bench_ops_touch_all(clf_context *ctx) {
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
@@ -186,11 +190,13 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         double t[64];
         int samples = o->samples > 64 ? 64 : o->samples;
         const int batch = 5;
-        for (int w = 0; w < 2 && st == CLF_SUCCESS; w++) st = fn(ctx, &a); /* warm-up */
+        for (int w = 0; w < 2 && st == CLF_SUCCESS; w++)
+            st = fn(ctx, &a); /* warm-up */
         if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
         for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
             double t0 = bench_now_ms();
-            for (int b = 0; b < batch && st == CLF_SUCCESS; b++) st = fn(ctx, &a);
+            for (int b = 0; b < batch && st == CLF_SUCCESS; b++)
+                st = fn(ctx, &a);
             if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
             t[s] = (bench_now_ms() - t0) / batch;
         }

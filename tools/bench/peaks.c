@@ -60,7 +60,8 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     /* Copy: the best of 16 MiB (the size of the op benchmarks) and 64 MiB each way, float,
      * float4 and float16 loads, several work-group sizes; best of the samples (a ceiling). */
     size_t bytes = (size_t)64 << 20;
-    while (bytes > info.max_alloc_bytes) bytes /= 2;
+    while (bytes > info.max_alloc_bytes)
+        bytes /= 2;
     cl_int err;
     a = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
     CHECK_CL(err, "clCreateBuffer");
@@ -128,7 +129,8 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
             void *m = clEnqueueMapBuffer(q, a, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &err);
             CHECK_CL(err, "map");
             volatile float sink = 0;
-            for (size_t i = 0; i < bytes / 4; i += 1024) sink += ((float *)m)[i];
+            for (size_t i = 0; i < bytes / 4; i += 1024)
+                sink += ((float *)m)[i];
             (void)sink;
             CHECK_CL(clEnqueueUnmapMemObject(q, a, m, 0, NULL, NULL), "unmap");
             clFinish(q);

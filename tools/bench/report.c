@@ -8,14 +8,17 @@
 #include <stdlib.h>
 
 static const char *type_name(clf_device_type t) {
-    return t == CLF_DEVICE_GPU ? "gpu" : t == CLF_DEVICE_CPU ? "cpu"
-                                     : t == CLF_DEVICE_ACCELERATOR ? "accelerator" : "other";
+    return t == CLF_DEVICE_GPU           ? "gpu"
+           : t == CLF_DEVICE_CPU         ? "cpu"
+           : t == CLF_DEVICE_ACCELERATOR ? "accelerator"
+                                         : "other";
 }
 
 static void shape_str(const bench_result *r, char *buf, size_t size) {
     size_t off = 0;
     for (int i = 0; i < r->ndim && off < size; i++)
-        off += (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "", (long long)r->shape[i]);
+        off +=
+            (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "", (long long)r->shape[i]);
 }
 
 void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r) {
@@ -72,7 +75,8 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "op", x->op);
         cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        for (int k = 0; k < x->ndim; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->shape[k]));
+        for (int k = 0; k < x->ndim; k++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->shape[k]));
         cJSON_AddNumberToObject(o, "ms", x->ms);
         cJSON_AddNumberToObject(o, "gflops", x->gflops);
         cJSON_AddNumberToObject(o, "gbps", x->gbps);

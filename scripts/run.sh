@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# clformer's one entry point on a Debian machine (as root, or with sudo for apt-get):
+#   scripts/run.sh bench   install what is missing, build, run clformer-bench --quick
+#   scripts/run.sh test    install what is missing, build, run the whole test suite
+# Environment: BUILD_DIR (default build), CI=true (warnings are errors, a missing OpenCL device
+# fails), CLF_DEVICE (device spec), CLF_SANITIZE=1 (ASan + UBSan build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+bench | test) ;;
+*)
+    echo "usage: scripts/run.sh bench|test" >&2
+    exit 2
+    ;;
+esac
+
+packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
+    pocl-opencl-icd libcmocka-dev libcjson-dev clinfo)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build=${BUILD_DIR:-build}
+werror=OFF
+case "${CI:-}" in true | 1 | yes) werror=ON ;; esac
+sanitize=OFF
+[ "${CLF_SANITIZE:-0}" = 1 ] && sanitize=ON
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_WERROR=$werror \
+    -DCLF_SANITIZE=$sanitize >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+# PoCL's kernel cache and clformer's program cache live in the build folder.
+export POCL_CACHE_DIR="$PWD/$build/pocl-cache"
+export XDG_CACHE_HOME="$PWD/$build/cache"
+
+if [ "$mode" = bench ]; then
+    exec "$build/tools/clformer-bench" --quick --json "$build/bench.json"
+fi
+cd "$build"
+exec ctest --output-on-failure -j1
