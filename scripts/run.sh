@@ -35,7 +35,9 @@ werror=OFF
 case "${CI:-}" in true | 1 | yes) werror=ON ;; esac
 sanitize=OFF
 [ "${CLF_SANITIZE:-0}" = 1 ] && sanitize=ON
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_WERROR=$werror \
+btype=RelWithDebInfo
+[ "$sanitize" = ON ] && btype=Debug
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$btype -DCLF_WERROR=$werror \
     -DCLF_SANITIZE=$sanitize >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
