@@ -4,13 +4,21 @@
  * with id(r) = ids[r] (embedding lookup) or r (src is the activations: posenc add, in place
  * allowed), pos(r) = pos_offset + r % seq_len, and the seeds' table computed on the fly:
  *   P[pos, 2j] = sin(pos * 10000^(-2j/d)),  P[pos, 2j+1] = cos(pos * 10000^(-2j/d)).
- * Each work-item handles VW (sin, cos) pairs of one row with vector sincos (scalar sin/cos do not
- * vectorize on PoCL 3.1); the last, partial chunk of a row (odd d included) goes element-wise.
+ * Each work-item handles VW (sin, cos) pairs of PR consecutive rows of one sequence: one vector
+ * sincos gives the first row's values, then each next position is a rotation by the pair's
+ * frequency f (sin(x+f) = sin x cos f + cos x sin f), 4 multiply-adds instead of a sincos. The
+ * rotation adds about 2 ulp per step, below the error of forming the angle p * f in float
+ * directly (tests/test_posenc.c states the bound). Scalar
+ * sin/cos do not vectorize on PoCL 3.1; the last, partial chunk of a row (odd d included) goes
+ * element-wise with direct sin/cos.
  *
- * Tunables: VW (pairs per work-item), WG (work-group size, chosen by the host).
+ * Tunables: VW (pairs per work-item), PR (rows per work-item), WG (work-group size).
  */
 #ifndef VW
-#define VW 8 /* (sin, cos) pairs per work-item: 2*VW floats */
+#define VW 16 /* (sin, cos) pairs per work-item: 2*VW floats */
+#endif
+#ifndef PR
+#define PR 32 /* consecutive rows (positions) per work-item */
 #endif
 #ifndef WG
 #define WG 16 /* work-group size (the host launches with it) */
@@ -43,41 +51,59 @@ embed_posenc(const __global float *src, /* (V, d) embedding table, or (rows, d) 
              const long pos_offset,   /* position of each sequence's first row */
              const float freq_log2) { /* -log2(10000) * 2 / d */
     const int pairs = (d + 1) / 2;
-    const int cpr = (pairs + VW - 1) / VW; /* chunks per row */
+    const int cpr = (pairs + VW - 1) / VW;   /* chunks per row */
+    const int bps = (seq_len + PR - 1) / PR; /* row blocks per sequence */
     const long gid = get_global_id(0);
-    const long row = gid / cpr;
-    if (row >= rows) return;
-    const int c = (int)(gid - row * cpr);
-    const long srow = use_ids ? (long)ids[row] : row;
-    const __global float *s = src + srow * (long)d;
-    __global float *yr = y + row * (long)d;
-    const float pos = (float)(pos_offset + row % seq_len);
+    const long blk = gid / cpr;
+    const int c = (int)(gid - blk * cpr);
+    const long sq = blk / bps;
+    if (sq >= rows / seq_len) return;
+    const int p0 = (int)(blk - sq * bps) * PR; /* first row of the block within its sequence */
+    const int np = min(PR, seq_len - p0);
+    const long row0 = sq * seq_len + p0;
     const int e0 = c * 2 * VW;
 
 #if VW > 1
     if (e0 + 2 * VW <= d) {
-        floatV a = VLOAD(2 * c, s) * scale;
-        floatV b = VLOAD(2 * c + 1, s) * scale;
+        floatV sn = (floatV)(0.0f), cs = (floatV)(0.0f), sd = (floatV)(0.0f), cd = (floatV)(1.0f);
         if (add_pe) {
-            floatV j = convert_floatV(IOTA + c * VW);
-            floatV angle = pos * exp2(j * freq_log2);
-            floatV cs;
-            floatV sn = sincos(angle, &cs);
-            a += shuffle2(sn, cs, PE_LO);
-            b += shuffle2(sn, cs, PE_HI);
+            const floatV f = exp2(convert_floatV(IOTA + c * VW) * freq_log2);
+            sn = sincos((float)(pos_offset + p0) * f, &cs);
+            sd = sincos(f, &cd); /* one position further: rotate by f */
         }
-        VSTORE(a, 2 * c, yr);
-        VSTORE(b, 2 * c + 1, yr);
+        for (int p = 0; p < np; p++) {
+            const long row = row0 + p;
+            const __global float *s = src + (use_ids ? (long)ids[row] : row) * (long)d;
+            __global float *yr = y + row * (long)d;
+            floatV a = VLOAD(2 * c, s) * scale;
+            floatV b = VLOAD(2 * c + 1, s) * scale;
+            if (add_pe) {
+                a += shuffle2(sn, cs, PE_LO);
+                b += shuffle2(sn, cs, PE_HI);
+                const floatV t = sn * cd + cs * sd; /* sin(x + f), cos(x + f) */
+                cs = cs * cd - sn * sd;
+                sn = t;
+            }
+            VSTORE(a, 2 * c, yr);
+            VSTORE(b, 2 * c + 1, yr);
+        }
         return;
     }
 #endif
+    /* The last, partial chunk of each row (and VW 1): element-wise, sin/cos per element. */
     const int e1 = min(e0 + 2 * VW, d);
-    for (int e = e0; e < e1; e++) {
-        float v = s[e] * scale;
-        if (add_pe) {
-            float angle = pos * exp2((float)(e / 2) * freq_log2);
-            v += (e & 1) ? cos(angle) : sin(angle);
+    for (int p = 0; p < np; p++) {
+        const long row = row0 + p;
+        const __global float *s = src + (use_ids ? (long)ids[row] : row) * (long)d;
+        __global float *yr = y + row * (long)d;
+        const float pos = (float)(pos_offset + p0 + p);
+        for (int e = e0; e < e1; e++) {
+            float v = s[e] * scale;
+            if (add_pe) {
+                float angle = pos * exp2((float)(e / 2) * freq_log2);
+                v += (e & 1) ? cos(angle) : sin(angle);
+            }
+            yr[e] = v;
         }
-        yr[e] = v;
     }
 }

@@ -36,8 +36,11 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024, 1},
     {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64, 1},
     /* Positional encoding: VW (sin, cos) pairs per work-item through vector sincos (scalar sin
-     * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8). */
-    {"posenc.VW", CLF_PROG_POSENC, 8, 2, 2, 1, 16, 1},
+     * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8), for PR
+     * consecutive positions by rotation (one sincos per PR rows). 8 x 1024 x 512 on PoCL
+     * (clformer-bench, one run): VW 8 PR 1 9.9 ms, VW 8 PR 8 2.9 ms, VW 16 PR 32 1.2 ms. */
+    {"posenc.VW", CLF_PROG_POSENC, 16, 2, 2, 1, 16, 1},
+    {"posenc.PR", CLF_PROG_POSENC, 32, 2, 2, 0, 64, 1},
     {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024, 1},
     /* Elementwise: PoCL wants work-groups of 64+ (local size 8: 4 ms, >= 64: 0.5-0.9 ms). */
     {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16, 1},

@@ -16,11 +16,12 @@ static clf_status launch(clf_context *ctx, cl_mem src, const clf_tensor *ids, cl
     cl_kernel k;
     clf_status st = clf__kernel(ctx, CLF_K_POSENC, &k);
     if (st != CLF_SUCCESS) return st;
-    const int64_t vw = clf__tun(ctx, "posenc.VW");
+    const int64_t vw = clf__tun(ctx, "posenc.VW"), pr = clf__tun(ctx, "posenc.PR");
     const size_t wg = (size_t)clf__tun(ctx, "posenc.WG");
-    const int64_t cpr = ((d + 1) / 2 + vw - 1) / vw;
+    const int64_t cpr = ((d + 1) / 2 + vw - 1) / vw;        /* chunks per row */
+    const int64_t blocks = rows / seq_len * ((seq_len + pr - 1) / pr); /* row blocks */
     size_t items;
-    if (!clf__mul_size((size_t)rows, (size_t)cpr, &items) || items > SIZE_MAX - wg)
+    if (!clf__mul_size((size_t)blocks, (size_t)cpr, &items) || items > SIZE_MAX - wg)
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "posenc: too many work-items");
     cl_mem idm = ids ? ids->mem : src;
     cl_int use_ids = ids ? 1 : 0, c_d = (cl_int)d, c_pe = add_pe, c_seq = (cl_int)seq_len;
