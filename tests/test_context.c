@@ -65,6 +65,32 @@ static void test_bad_device_spec(void **state) {
     assert_int_equal(clf_context_create(NULL, &p), CLF_ERROR_INVALID_ARGUMENT);
 }
 
+/* CLF_DEVICE picks the device when the parameters name none; the parameters win over it. */
+static void test_device_env(void **state) {
+    (void)state;
+    char *old = getenv("CLF_DEVICE") ? strdup(getenv("CLF_DEVICE")) : NULL;
+    char msg[2048] = "";
+    clf_context_params p = clf_context_default_params();
+    p.error_buf = msg;
+    p.error_buf_size = sizeof(msg);
+    clf_context *ctx = NULL;
+    setenv("CLF_DEVICE", "no-such-device-from-env", 1);
+    assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_NO_DEVICE);
+    assert_non_null(strstr(msg, "no-such-device-from-env"));
+    clf_device_info info;
+    CLF_OK(clf_context_device_info(g_ctx, &info));
+    p.device_spec = info.type == CLF_DEVICE_GPU ? "gpu" : "cpu";
+    CLF_OK(clf_context_create(&ctx, &p));
+    clf_context_free(ctx);
+    p.device_spec = NULL;
+    setenv("CLF_DEVICE", "0", 1);
+    CLF_OK(clf_context_create(&ctx, &p));
+    clf_context_free(ctx);
+    if (old) setenv("CLF_DEVICE", old, 1);
+    else unsetenv("CLF_DEVICE");
+    free(old);
+}
+
 static void test_null_arguments(void **state) {
     (void)state;
     int64_t shape[2] = {3, 5};
@@ -453,6 +479,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_list),
         cmocka_unit_test(test_bad_device_spec),
+        cmocka_unit_test(test_device_env),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_tensor_basics),
         cmocka_unit_test(test_bad_shapes),
