@@ -12,6 +12,7 @@ clf_context_params clf_context_default_params(void) {
     clf_context_params p;
     memset(&p, 0, sizeof(p));
     p.disk_cache = 1;
+    p.gemm_tuning = 1;
     return p;
 }
 
@@ -36,6 +37,9 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
         ctx->kernel_dir = strdup(p->kernel_dir);
         if (!ctx->kernel_dir) return CLF_ERROR_OUT_OF_MEMORY;
     }
+    ctx->gemm_tuning_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
+    snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "clblast");
+    if (p->gemm_tuning) clf__gemm_tuning_init(ctx);
     return CLF_SUCCESS;
 }
 
@@ -160,6 +164,7 @@ void clf_context_free(clf_context *ctx) {
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
     free(ctx->cache_dir);
+    free(ctx->gemm_tuning_dir);
     free(ctx->kernel_dir);
     free(ctx->tunables);
     free(ctx->error);

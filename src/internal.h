@@ -117,6 +117,8 @@ struct clf_context {
     cl_kernel kernels[CLF_K_COUNT];      /* created on first use */
     size_t kernel_wg[CLF_K_COUNT];       /* CL_KERNEL_WORK_GROUP_SIZE of each */
     int64_t *tunables;                   /* [clf__tunable_count] values in force */
+    char gemm_source[600];               /* see clf_gemm_tuning_source() */
+    char *gemm_tuning_dir;               /* owned; the cache folder, even if disk_cache is off */
 };
 
 struct clf_tensor {
@@ -146,6 +148,16 @@ clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out);
  * profiling, waits for it and adds its device time. local may be NULL. */
 clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
                        const size_t *global, const size_t *local);
+/* With profiling: waits for ev, adds its device time, releases it. */
+clf_status clf__profile_event(clf_context *ctx, cl_event ev);
+/* Maps a CLBlast status (OpenCL codes pass through) to a clf_status with a detail message. */
+clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
+/* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a
+ * malformed file leaves a warning in ctx->error. */
+void clf__gemm_tuning_init(clf_context *ctx);
+/* Validates the text of a GEMM tuning file (host-only; for tests and fuzzing). */
+bool clf__gemm_tuning_parse(const char *text, const char **why);
+
 /* Sets kernel arguments: pairs of (size_t size, const void *value), terminated by size 0. */
 clf_status clf__set_args(clf_context *ctx, cl_kernel k, ...);
 

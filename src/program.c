@@ -393,17 +393,19 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
         snprintf(what, sizeof(what), "clEnqueueNDRangeKernel(%s)", clf__kernel_defs[id].name);
         return clf__cl_fail(ctx, err, what);
     }
-    if (ev) {
-        cl_ulong t0 = 0, t1 = 0;
-        err = clWaitForEvents(1, &ev);
-        if (err == CL_SUCCESS)
-            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
-        if (err == CL_SUCCESS)
-            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
-        clReleaseEvent(ev);
-        if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "kernel profiling");
-        ctx->prof_ns += (t1 > t0) ? (uint64_t)(t1 - t0) : 0;
-        ctx->prof_count++;
-    }
+    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+}
+
+clf_status clf__profile_event(clf_context *ctx, cl_event ev) {
+    cl_ulong t0 = 0, t1 = 0;
+    cl_int err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
+    clReleaseEvent(ev);
+    if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "kernel profiling");
+    ctx->prof_ns += (t1 > t0) ? (uint64_t)(t1 - t0) : 0;
+    ctx->prof_count++;
     return CLF_SUCCESS;
 }

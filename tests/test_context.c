@@ -86,8 +86,10 @@ static void test_device_env(void **state) {
     setenv("CLF_DEVICE", "0", 1);
     CLF_OK(clf_context_create(&ctx, &p));
     clf_context_free(ctx);
-    if (old) setenv("CLF_DEVICE", old, 1);
-    else unsetenv("CLF_DEVICE");
+    if (old)
+        setenv("CLF_DEVICE", old, 1);
+    else
+        unsetenv("CLF_DEVICE");
     free(old);
 }
 

@@ -142,6 +142,10 @@ typedef struct clf_context_params {
     const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
     char *error_buf;        /* optional: why clf_context_create failed (no context to ask) */
     size_t error_buf_size;
+    /* 1 (default): give CLBlast this device's saved GEMM tuning (clf_gemm_tune), else the
+     * built-in values for its device type; 0: leave CLBlast's own defaults. CLBlast keeps
+     * overrides per device for the whole process, so contexts on one device share them. */
+    int gemm_tuning;
 } clf_context_params;
 
 CLF_API clf_context_params clf_context_default_params(void);
@@ -291,6 +295,70 @@ CLF_API clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf
 /* out = a + b, all the same shape (the residual add). */
 CLF_API clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b,
                            clf_tensor *out);
+
+/* ---------------------------------------------------------------- matrix products (CLBlast)
+ * Row-major single precision GEMMs on the context's queue. CLBlast's errors map to
+ * CLF_ERROR_CLBLAST (OpenCL errors it reports pass through) with a detail message. */
+
+typedef enum { CLF_NO_TRANS = 0, CLF_TRANS = 1 } clf_transpose;
+
+/* c = alpha * op(a) op(b) + beta * c. 2-D: op(a) is (M, K) — a is (M, K), or (K, M) with
+ * CLF_TRANS — op(b) is (K, N), c is (M, N). 3-D: the same for each of the leading batch dim,
+ * which must agree (one strided-batched GEMM). beta = 0 ignores c's contents. */
+CLF_API clf_status clf_matmul(clf_context *ctx, clf_transpose ta, clf_transpose tb, float alpha,
+                              const clf_tensor *a, const clf_tensor *b, float beta, clf_tensor *c);
+
+/* The raw form, for products on slices of tensors (e.g. per-head blocks of a fused QKV
+ * projection): for i in 0..batch-1, C_i = alpha op(A_i) op(B_i) + beta C_i, where A_i starts at
+ * element a_offset + i * a_stride of a with row stride lda (row-major), likewise B_i and C_i.
+ * Every matrix must lie inside its tensor; sizes are in elements. */
+CLF_API clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_transpose tb,
+                                            int64_t m, int64_t n, int64_t k, float alpha,
+                                            const clf_tensor *a, int64_t a_offset, int64_t lda,
+                                            int64_t a_stride, const clf_tensor *b, int64_t b_offset,
+                                            int64_t ldb, int64_t b_stride, float beta,
+                                            clf_tensor *c, int64_t c_offset, int64_t ldc,
+                                            int64_t c_stride, int64_t batch);
+
+/* y = act(x W^T + bias): PyTorch's nn.Linear layout. x (..., in), w (out, in), bias (out) or
+ * NULL, y (..., out) with the same leading dims. The bias and activation run as one epilogue
+ * kernel after the GEMM. y must not be x. */
+CLF_API clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
+                              const clf_tensor *bias, clf_activation act, clf_tensor *y);
+
+/* Where the GEMM parameters in force came from: "file:<path>", "builtin:<type>", or "clblast"
+ * (CLBlast's own defaults). */
+CLF_API const char *clf_gemm_tuning_source(const clf_context *ctx);
+
+typedef void (*clf_progress_fn)(void *user, const char *message);
+
+typedef struct clf_tune_params {
+    double budget_s;          /* wall-clock budget for the search (compiles included) */
+    uint64_t seed;            /* random search seed */
+    int save;                 /* 1: write the result to the tuning file of this device */
+    clf_progress_fn progress; /* optional progress messages */
+    void *user;
+} clf_tune_params;
+
+typedef struct clf_tune_result {
+    double before_gflops; /* SGEMM 1024^3 with the parameters in force before */
+    double after_gflops;  /* ... with the best parameters found */
+    double small_before_gflops, small_after_gflops; /* 128 x 512 x 512 */
+    int candidates_tried;
+    double seconds;
+    char file[512]; /* where it was saved ("" if not) */
+} clf_tune_result;
+
+/* Searches CLBlast's Xgemm and XgemmDirect parameters and the direct/indirect switch point for
+ * this device by random search and timing (each candidate is checked against a reference),
+ * within the budget (a candidate's compile can overrun it: PoCL takes 5-20 s each); applies the
+ * best and optionally saves it under the cache folder (<cache>/gemm-tuning/<device hash>.json),
+ * where later contexts find it. A part whose search found nothing better than the saved or
+ * built-in values keeps them; where CLBlast's own database was in force and nothing beat it,
+ * nothing is saved for that part, but the last candidate stays in force in this process
+ * (CLBlast has no way to undo an override). */
+CLF_API clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params,
+                                 clf_tune_result *result);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ static clf_status launch(clf_context *ctx, cl_mem src, const clf_tensor *ids, cl
     if (st != CLF_SUCCESS) return st;
     const int64_t vw = clf__tun(ctx, "posenc.VW"), pr = clf__tun(ctx, "posenc.PR");
     const size_t wg = (size_t)clf__tun(ctx, "posenc.WG");
-    const int64_t cpr = ((d + 1) / 2 + vw - 1) / vw;        /* chunks per row */
+    const int64_t cpr = ((d + 1) / 2 + vw - 1) / vw;                   /* chunks per row */
     const int64_t blocks = rows / seq_len * ((seq_len + pr - 1) / pr); /* row blocks */
     size_t items;
     if (!clf__mul_size((size_t)blocks, (size_t)cpr, &items) || items > SIZE_MAX - wg)

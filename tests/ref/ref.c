@@ -66,3 +66,21 @@ double ref_act(double v, int act) {
         return v;
     }
 }
+
+void ref_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const float *a,
+              int64_t lda, const float *b, int64_t ldb, double beta, const float *c0, double *c,
+              int64_t ldc, double *mag) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0, g = 0.0;
+            for (int64_t q = 0; q < k; q++) {
+                double x = ta ? a[q * lda + i] : a[i * lda + q];
+                double y = tb ? b[j * ldb + q] : b[q * ldb + j];
+                s += x * y;
+                g += fabs(x * y);
+            }
+            double prev = (beta != 0.0 && c0) ? (double)c0[i * ldc + j] : 0.0;
+            c[i * ldc + j] = alpha * s + beta * prev;
+            if (mag) mag[i * ldc + j] = fabs(alpha) * g + fabs(beta * prev);
+        }
+}

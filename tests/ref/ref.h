@@ -25,4 +25,10 @@ double ref_posenc(int64_t pos, int64_t col, int64_t d);
 /* act(x + bias), act as clf_activation (0 identity, 1 relu, 2 gelu erf, 3 gelu tanh). */
 double ref_act(double v, int act);
 
+/* C = alpha op(A) op(B) + beta C for one row-major matrix each (lda, ldb, ldc row strides);
+ * also writes mag[i, j] = sum_k |op(A)[i,k] op(B)[k,j]| for error bounds (mag may be NULL). */
+void ref_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const float *a,
+              int64_t lda, const float *b, int64_t ldb, double beta, const float *c0, double *c,
+              int64_t ldc, double *mag);
+
 #endif

@@ -1,0 +1,541 @@
+/*
+ * gemm_tuning.c — CLBlast's GEMM parameters for devices it does not know.
+ *
+ * CLBlast picks Xgemm (indirect, large products), XgemmDirect (small products) and the switch
+ * point between them (GemmRoutine: XGEMM_MIN_INDIRECT_SIZE) from its database; PoCL's device
+ * and many others are not in it, and its generic defaults run SGEMM at ~9% of a CPU's FMA peak.
+ * At context creation we apply, in order of preference: this device's tuning file (written by
+ * clf_gemm_tune), else a built-in set for its device type, else nothing. CLBlast keeps
+ * overrides per device for the whole process (CLBlastOverrideParameters).
+ *
+ * Tuning file: <cache>/gemm-tuning/<hash of device name, vendor, driver, platform>.json
+ *   {"format": "clformer-gemm-tuning-1", "device": ..., "driver": ...,
+ *    "Xgemm": {16 parameters}, "XgemmDirect": {10 parameters},
+ *    "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": n}, "gflops": ..., "small_gflops": ...}
+ */
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+#include <clblast_c.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N_XGEMM       16
+#define N_DIRECT      10
+#define TUNING_FORMAT "clformer-gemm-tuning-1"
+
+static const char *const xgemm_names[N_XGEMM] = {"GEMMK", "KREG",  "KWG",   "KWI", "MDIMA", "MDIMC",
+                                                 "MWG",   "NDIMB", "NDIMC", "NWG", "SA",    "SB",
+                                                 "STRM",  "STRN",  "VWM",   "VWN"};
+enum { GEMMK, KREG, KWG, KWI, MDIMA, MDIMC, MWG, NDIMB, NDIMC, NWG, SA, SB, STRM, STRN, VWM, VWN };
+
+static const char *const direct_names[N_DIRECT] = {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD",
+                                                   "PADA", "PADB",   "VWMD",   "VWND",   "WGD"};
+enum { KWID, MDIMAD, MDIMCD, NDIMBD, NDIMCD, PADA, PADB, VWMD, VWND, WGD };
+
+typedef struct gemm_params {
+    bool has_xgemm, has_direct, has_routine;
+    size_t xgemm[N_XGEMM];
+    size_t direct[N_DIRECT];
+    size_t min_indirect;
+} gemm_params;
+
+/* Built-in values for CPUs (PoCL): the Xgemm set measured in ../shared/PERF.md (86 GFLOP/s at
+ * 1024^3 on a Zen 4 core pair, vs ~30 with CLBlast's defaults). GPUs keep CLBlast's database. */
+static bool builtin_params(clf_device_type type, gemm_params *p) {
+    memset(p, 0, sizeof(*p));
+    if (type != CLF_DEVICE_CPU) return false;
+    const size_t x[N_XGEMM] = {0, 1, 32, 2, 8, 8, 64, 8, 8, 64, 1, 1, 0, 0, 4, 4};
+    memcpy(p->xgemm, x, sizeof(x));
+    p->has_xgemm = true;
+    return true;
+}
+
+static clf_status apply(clf_context *ctx, const gemm_params *p) {
+    CLBlastStatusCode s = CLBlastSuccess;
+    if (p->has_xgemm)
+        s = CLBlastOverrideParameters(ctx->device, "Xgemm", CLBlastPrecisionSingle, N_XGEMM,
+                                      (const char **)xgemm_names, p->xgemm);
+    if (s == CLBlastSuccess && p->has_direct)
+        s = CLBlastOverrideParameters(ctx->device, "XgemmDirect", CLBlastPrecisionSingle, N_DIRECT,
+                                      (const char **)direct_names, p->direct);
+    if (s == CLBlastSuccess && p->has_routine) {
+        const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
+        s = CLBlastOverrideParameters(ctx->device, "GemmRoutine", CLBlastPrecisionSingle, 1, names,
+                                      &p->min_indirect);
+    }
+    return s == CLBlastSuccess ? CLF_SUCCESS
+                               : clf__clblast_fail(ctx, s, "CLBlastOverrideParameters");
+}
+
+/* <dir>/gemm-tuning/<hash>.json for this device; NULL without a cache folder. */
+static char *tuning_path(const clf_context *ctx) {
+    if (!ctx->gemm_tuning_dir) return NULL;
+    uint64_t key[2];
+    clf__cache_key("gemm-tuning", "", &ctx->info, key);
+    size_t n = strlen(ctx->gemm_tuning_dir) + 64;
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/gemm-tuning/%016llx%016llx.json", ctx->gemm_tuning_dir,
+                 (unsigned long long)key[0], (unsigned long long)key[1]);
+    return path;
+}
+
+/* Reads `count` named non-negative integers (<= 4096) from object obj. */
+static bool read_group(const cJSON *obj, const char *const *names, size_t count, size_t *out) {
+    if (!cJSON_IsObject(obj)) return false;
+    for (size_t i = 0; i < count; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, names[i]);
+        if (!cJSON_IsNumber(v)) return false;
+        double d = v->valuedouble;
+        if (!(d >= 0 && d <= 4096) || d != floor(d)) return false;
+        out[i] = (size_t)d;
+    }
+    return true;
+}
+
+/* Parses a tuning file's text; returns false (with why) if it is not a valid one. */
+static bool parse_tuning(const char *text, gemm_params *p, const char **why);
+bool clf__gemm_tuning_parse(const char *text, const char **why) {
+    gemm_params p;
+    return parse_tuning(text, &p, why);
+}
+static bool parse_tuning(const char *text, gemm_params *p, const char **why) {
+    memset(p, 0, sizeof(*p));
+    cJSON *root = cJSON_Parse(text);
+    bool ok = false;
+    *why = "not JSON";
+    if (!root) return false;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TUNING_FORMAT) != 0) {
+        *why = "missing or unknown \"format\"";
+        goto done;
+    }
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "Xgemm");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "XgemmDirect");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "GemmRoutine");
+    if (x && !(p->has_xgemm = read_group(x, xgemm_names, N_XGEMM, p->xgemm))) {
+        *why = "bad \"Xgemm\" parameters";
+        goto done;
+    }
+    if (d && !(p->has_direct = read_group(d, direct_names, N_DIRECT, p->direct))) {
+        *why = "bad \"XgemmDirect\" parameters";
+        goto done;
+    }
+    if (r) {
+        const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
+        if (!(p->has_routine = read_group(r, names, 1, &p->min_indirect))) {
+            *why = "bad \"GemmRoutine\" parameters";
+            goto done;
+        }
+    }
+    if (!p->has_xgemm && !p->has_direct && !p->has_routine) {
+        *why = "no parameters";
+        goto done;
+    }
+    ok = true;
+done:
+    cJSON_Delete(root);
+    return ok;
+}
+
+static char *read_file(const char *path, size_t max) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > max) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+void clf__gemm_tuning_init(clf_context *ctx) {
+    gemm_params p;
+    char *path = tuning_path(ctx);
+    char *text = path ? read_file(path, 1 << 16) : NULL;
+    const char *why = NULL;
+    if (text && parse_tuning(text, &p, &why) && apply(ctx, &p) == CLF_SUCCESS) {
+        snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "file:%s", path);
+        free(text);
+        free(path);
+        return;
+    }
+    if (text) /* present but unusable: say so, carry on with the built-in values */
+        clf__fail(ctx, CLF_SUCCESS, "warning: ignoring GEMM tuning file %s: %s", path,
+                  why ? why : "CLBlast refused its parameters");
+    free(text);
+    free(path);
+    if (builtin_params(ctx->info.type, &p) && apply(ctx, &p) == CLF_SUCCESS)
+        snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "builtin:%s",
+                 ctx->info.type == CLF_DEVICE_CPU ? "cpu" : "gpu");
+}
+
+const char *clf_gemm_tuning_source(const clf_context *ctx) {
+    return ctx ? ctx->gemm_source : "";
+}
+
+/* ---------------------------------------------------------------- the search */
+
+typedef struct tuner {
+    clf_context *ctx;
+    const clf_tune_params *par;
+    double t_end;
+    uint64_t rng;
+    clf_tensor *a, *b, *c; /* 1024 x 1024 each */
+    float *ha, *hb;        /* host copies for the spot checks */
+    int tried;
+} tuner;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(tuner *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void progress(tuner *t, const char *fmt, ...) {
+    if (!t->par->progress) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    t->par->progress(t->par->user, msg);
+}
+
+static uint64_t next_rand(tuner *t) {
+    t->rng ^= t->rng << 13;
+    t->rng ^= t->rng >> 7;
+    t->rng ^= t->rng << 17;
+    return t->rng;
+}
+
+static size_t pick(tuner *t, const size_t *set, size_t n) {
+    return set[next_rand(t) % n];
+}
+
+/* GFLOP/s of an m x n x k product A (m, k) * B (k, n) (compile and first run not timed), or -1
+ * if CLBlast fails or the spot check of 8 entries against a double reference fails. */
+static double measure(tuner *t, int64_t m, int64_t n, int64_t k) {
+    clf_context *ctx = t->ctx;
+    clf_status st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, m, n, k, 1.0f, t->a,
+                                             0, k, 0, t->b, 0, n, 0, 0.0f, t->c, 0, n, 0, 1);
+    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+    if (st != CLF_SUCCESS) return -1;
+    /* Spot check. */
+    for (int s = 0; s < 8; s++) {
+        int64_t i = (int64_t)(next_rand(t) % (uint64_t)m),
+                j = (int64_t)(next_rand(t) % (uint64_t)n);
+        double want = 0, mag = 0;
+        for (int64_t q = 0; q < k; q++) {
+            want += (double)t->ha[i * k + q] * (double)t->hb[q * n + j];
+            mag += fabs((double)t->ha[i * k + q] * (double)t->hb[q * n + j]);
+        }
+        float got;
+        cl_int err =
+            clEnqueueReadBuffer(ctx->queue, t->c->mem, CL_TRUE, (size_t)(i * n + j) * sizeof(float),
+                                sizeof(float), &got, 0, NULL, NULL);
+        if (err != CL_SUCCESS || !(fabs((double)got - want) <= 1e-5 * mag + 1e-6)) return -1;
+    }
+    double best = 1e30;
+    for (int r = 0; r < 2; r++) {
+        double t0 = now_s();
+        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, m, n, k, 1.0f, t->a, 0, k, 0,
+                                      t->b, 0, n, 0, 0.0f, t->c, 0, n, 0, 1);
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        if (st != CLF_SUCCESS) return -1;
+        double dt = now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return 2.0 * (double)m * (double)n * (double)k / (best * 1e9);
+}
+
+static bool xgemm_valid(const size_t *v, const clf_device_info *dev) {
+    if (v[MWG] % (v[MDIMC] * v[VWM]) || v[NWG] % (v[NDIMC] * v[VWN])) return false;
+    if (v[MWG] % (v[MDIMA] * v[VWM]) || v[NWG] % (v[NDIMB] * v[VWN])) return false;
+    size_t threads = v[MDIMC] * v[NDIMC];
+    if (threads % v[MDIMA] || threads % v[NDIMB]) return false;
+    if (v[KWG] % (threads / v[MDIMA]) || v[KWG] % (threads / v[NDIMB]) || v[KWG] % v[KWI])
+        return false;
+    if (!v[SA] && v[MDIMA] != v[MDIMC]) return false;
+    if (!v[SB] && v[NDIMB] != v[NDIMC]) return false;
+    size_t local = (v[SA] ? v[KWG] * v[MWG] : 0) + (v[SB] ? v[KWG] * v[NWG] : 0);
+    return threads <= dev->max_work_group_size && local * 4 <= dev->local_mem_bytes;
+}
+
+static bool direct_valid(const size_t *v, const clf_device_info *dev) {
+    size_t w = v[WGD];
+    if (w % (v[MDIMCD] * v[VWMD]) || w % (v[NDIMCD] * v[VWND])) return false;
+    if (w % (v[MDIMAD] * v[VWMD]) || w % (v[NDIMBD] * v[VWND])) return false;
+    size_t threads = v[MDIMCD] * v[NDIMCD];
+    if (threads % v[MDIMAD] || threads % v[NDIMBD]) return false;
+    if (w % (threads / v[MDIMAD]) || w % (threads / v[NDIMBD]) || w % v[KWID]) return false;
+    size_t local = 2 * w * (w + 1);
+    return threads <= dev->max_work_group_size && local * 4 <= dev->local_mem_bytes;
+}
+
+static void random_xgemm(tuner *t, size_t *v) {
+    static const size_t tiles[] = {16, 32, 64, 128}, kw[] = {16, 32}, dims[] = {4, 8, 16},
+                        vw[] = {1, 2, 4, 8}, bits[] = {0, 1};
+    for (int tries = 0; tries < 100000; tries++) {
+        v[GEMMK] = 0;
+        v[KREG] = 1;
+        v[KWI] = 2;
+        v[MWG] = pick(t, tiles, 4);
+        v[NWG] = pick(t, tiles, 4);
+        v[KWG] = pick(t, kw, 2);
+        v[MDIMC] = pick(t, dims, 3);
+        v[NDIMC] = pick(t, dims, 3);
+        v[SA] = pick(t, bits, 2);
+        v[SB] = pick(t, bits, 2);
+        v[MDIMA] = v[SA] ? pick(t, dims, 3) : v[MDIMC];
+        v[NDIMB] = v[SB] ? pick(t, dims, 3) : v[NDIMC];
+        v[STRM] = pick(t, bits, 2);
+        v[STRN] = pick(t, bits, 2);
+        v[VWM] = pick(t, vw, 4);
+        v[VWN] = pick(t, vw, 4);
+        if (xgemm_valid(v, &t->ctx->info)) return;
+    }
+}
+
+static void random_direct(tuner *t, size_t *v) {
+    static const size_t wgd[] = {8, 16, 32, 64}, dims[] = {4, 8, 16}, kwid[] = {2, 8},
+                        vw[] = {1, 2, 4, 8}, bits[] = {0, 1};
+    for (int tries = 0; tries < 100000; tries++) {
+        v[WGD] = pick(t, wgd, 4);
+        v[MDIMCD] = pick(t, dims, 3);
+        v[NDIMCD] = pick(t, dims, 3);
+        v[MDIMAD] = pick(t, dims, 3);
+        v[NDIMBD] = pick(t, dims, 3);
+        v[KWID] = pick(t, kwid, 2);
+        v[VWMD] = pick(t, vw, 4);
+        v[VWND] = pick(t, vw, 4);
+        v[PADA] = pick(t, bits, 2);
+        v[PADB] = pick(t, bits, 2);
+        if (direct_valid(v, &t->ctx->info)) return;
+    }
+}
+
+static clf_status set_routine(clf_context *ctx, size_t min_indirect) {
+    gemm_params p;
+    memset(&p, 0, sizeof(p));
+    p.has_routine = true;
+    p.min_indirect = min_indirect;
+    return apply(ctx, &p);
+}
+
+static int make_dirs(const char *dir) {
+    char *tmp = strdup(dir);
+    if (!tmp) return -1;
+    for (char *q = tmp + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+            free(tmp);
+            return -1;
+        }
+        *q = '/';
+    }
+    int rc = (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+    free(tmp);
+    return rc;
+}
+
+static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_result *r,
+                       char *path_out, size_t path_size) {
+    char *path = tuning_path(ctx);
+    if (!path) return clf__fail(ctx, CLF_ERROR_IO, "no cache folder to save GEMM tuning in");
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", TUNING_FORMAT);
+    cJSON_AddStringToObject(root, "device", ctx->info.name);
+    cJSON_AddStringToObject(root, "vendor", ctx->info.vendor);
+    cJSON_AddStringToObject(root, "driver", ctx->info.driver_version);
+    cJSON_AddStringToObject(root, "platform", ctx->info.platform_name);
+    if (p->has_xgemm) {
+        cJSON *x = cJSON_AddObjectToObject(root, "Xgemm");
+        for (int i = 0; i < N_XGEMM; i++)
+            cJSON_AddNumberToObject(x, xgemm_names[i], (double)p->xgemm[i]);
+    }
+    if (p->has_direct) {
+        cJSON *d = cJSON_AddObjectToObject(root, "XgemmDirect");
+        for (int i = 0; i < N_DIRECT; i++)
+            cJSON_AddNumberToObject(d, direct_names[i], (double)p->direct[i]);
+    }
+    cJSON *g = cJSON_AddObjectToObject(root, "GemmRoutine");
+    cJSON_AddNumberToObject(g, "XGEMM_MIN_INDIRECT_SIZE", (double)p->min_indirect);
+    cJSON_AddNumberToObject(root, "gflops", r->after_gflops);
+    cJSON_AddNumberToObject(root, "small_gflops", r->small_after_gflops);
+    cJSON_AddNumberToObject(root, "seconds", r->seconds);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    clf_status st = CLF_SUCCESS;
+    char dir[700];
+    snprintf(dir, sizeof(dir), "%s/gemm-tuning", ctx->gemm_tuning_dir);
+    char tmp[800];
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = (text && make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        if (f) remove(tmp);
+        st = clf__fail(ctx, CLF_ERROR_IO, "cannot write GEMM tuning file %s", path);
+    } else {
+        snprintf(path_out, path_size, "%s", path);
+    }
+    free(text);
+    free(path);
+    return st;
+}
+
+/* Fills a tensor with values uniform in [-1, 1] and keeps a host copy. */
+static clf_status random_tensor(tuner *t, clf_tensor **out, float **host) {
+    const int64_t shape[2] = {1024, 1024};
+    clf_status st = clf_tensor_create(t->ctx, CLF_F32, 2, shape, out);
+    if (st != CLF_SUCCESS) return st;
+    *host = malloc(1024 * 1024 * sizeof(float));
+    if (!*host) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int i = 0; i < 1024 * 1024; i++)
+        (*host)[i] = (float)((double)(next_rand(t) >> 11) / 4503599627370496.0 - 1.0);
+    return clf_tensor_write(*out, *host, 1024 * 1024 * sizeof(float));
+}
+
+clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tune_result *result) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!params || !result || !(params->budget_s > 0))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_gemm_tune: params (budget_s > 0) and result are required");
+    memset(result, 0, sizeof(*result));
+    tuner t = {.ctx = ctx, .par = params, .rng = params->seed * 2654435761u + 88172645463325252ULL};
+    const double t0 = now_s();
+    t.t_end = t0 + params->budget_s;
+    clf_status st = random_tensor(&t, &t.a, &t.ha);
+    if (st == CLF_SUCCESS) st = random_tensor(&t, &t.b, &t.hb);
+    if (st == CLF_SUCCESS) {
+        const int64_t shape[2] = {1024, 1024};
+        st = clf_tensor_create(ctx, CLF_F32, 2, shape, &t.c);
+    }
+    if (st != CLF_SUCCESS) goto done;
+
+    /* What is in force now: the baseline, kept unless something beats it. */
+    progress(&t, "measuring the parameters in force (%s)", ctx->gemm_source);
+    result->before_gflops = measure(&t, 1024, 1024, 1024);
+    result->small_before_gflops = measure(&t, 128, 512, 512);
+    if (result->before_gflops < 0 || result->small_before_gflops < 0) {
+        st = clf__fail(ctx, CLF_ERROR_CLBLAST, "GEMM with the parameters in force failed");
+        goto done;
+    }
+    gemm_params best;
+    memset(&best, 0, sizeof(best));
+    bool have_file_or_builtin = false;
+    {
+        gemm_params cur;
+        char *path = tuning_path(ctx);
+        char *text = path ? read_file(path, 1 << 16) : NULL;
+        const char *why;
+        if (text && parse_tuning(text, &cur, &why) && cur.has_xgemm) {
+            best = cur;
+            have_file_or_builtin = true;
+        } else if (builtin_params(ctx->info.type, &cur)) {
+            best.has_xgemm = true;
+            memcpy(best.xgemm, cur.xgemm, sizeof(cur.xgemm));
+            have_file_or_builtin = true;
+        }
+        free(text);
+        free(path);
+    }
+    double best_big = result->before_gflops;
+
+    /* Phase 1 (60% of the budget): Xgemm, the indirect kernel, at 1024^3. */
+    const double phase1_end = t0 + 0.6 * params->budget_s;
+    if ((st = set_routine(ctx, 1)) != CLF_SUCCESS) goto done;
+    bool improved_x = false;
+    do {
+        gemm_params cand = best;
+        cand.has_routine = false; /* the forced switch point stays */
+        cand.has_xgemm = true;
+        random_xgemm(&t, cand.xgemm);
+        if (apply(ctx, &cand) != CLF_SUCCESS) continue;
+        double g = measure(&t, 1024, 1024, 1024);
+        t.tried++;
+        progress(&t, "Xgemm candidate %d: %.1f GFLOP/s (best %.1f)", t.tried, g, best_big);
+        if (g > best_big) {
+            best_big = g;
+            memcpy(best.xgemm, cand.xgemm, sizeof(best.xgemm));
+            best.has_xgemm = true;
+            improved_x = true;
+        }
+    } while (now_s() < phase1_end);
+    if (!improved_x && !have_file_or_builtin) best.has_xgemm = false;
+    best.has_routine = false;
+    if (best.has_xgemm && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+
+    /* Phase 2 (the rest): XgemmDirect, the small-product kernel, at 128 x 512 x 512. */
+    if ((st = set_routine(ctx, 4096)) != CLF_SUCCESS) goto done; /* everything direct */
+    double best_small = measure(&t, 128, 512, 512);
+    do {
+        gemm_params cand = best;
+        cand.has_routine = false;
+        cand.has_direct = true;
+        random_direct(&t, cand.direct);
+        if (apply(ctx, &cand) != CLF_SUCCESS) continue;
+        double g = measure(&t, 128, 512, 512);
+        t.tried++;
+        progress(&t, "XgemmDirect candidate %d: %.1f GFLOP/s (best %.1f)", t.tried, g, best_small);
+        if (g > best_small) {
+            best_small = g;
+            memcpy(best.direct, cand.direct, sizeof(best.direct));
+            best.has_direct = true;
+        }
+    } while (now_s() < t.t_end);
+    if ((best.has_xgemm || best.has_direct) && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+
+    /* The switch point: the smallest cube where the indirect kernel wins. */
+    best.has_routine = true;
+    best.min_indirect = 1024;
+    const int64_t sizes[3] = {128, 256, 512};
+    for (int i = 0; i < 3; i++) {
+        if ((st = set_routine(ctx, 4096)) != CLF_SUCCESS) goto done;
+        double direct = measure(&t, sizes[i], sizes[i], sizes[i]);
+        if ((st = set_routine(ctx, 1)) != CLF_SUCCESS) goto done;
+        double indirect = measure(&t, sizes[i], sizes[i], sizes[i]);
+        progress(&t, "%lld^3: direct %.1f, indirect %.1f GFLOP/s", (long long)sizes[i], direct,
+                 indirect);
+        if (indirect > direct) {
+            best.min_indirect = (size_t)sizes[i];
+            break;
+        }
+    }
+    if ((st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+    result->after_gflops = measure(&t, 1024, 1024, 1024);
+    result->small_after_gflops = measure(&t, 128, 512, 512);
+    result->candidates_tried = t.tried;
+    result->seconds = now_s() - t0;
+    snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "tuned");
+    progress(&t, "SGEMM 1024^3: %.1f -> %.1f GFLOP/s; 128x512x512: %.1f -> %.1f GFLOP/s",
+             result->before_gflops, result->after_gflops, result->small_before_gflops,
+             result->small_after_gflops);
+    if (params->save) {
+        st = save(ctx, &best, result, result->file, sizeof(result->file));
+        if (st == CLF_SUCCESS)
+            snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "file:%s", result->file);
+    }
+done:
+    clf_tensor_free(t.a);
+    clf_tensor_free(t.b);
+    clf_tensor_free(t.c);
+    free(t.ha);
+    free(t.hb);
+    return st;
+}
