@@ -32,6 +32,8 @@ typedef struct bench_result {
     int64_t shape[4];
     double ms, gflops, gbps, pct_peak;
     const char *bound; /* "memory" or "compute" */
+    int tuned;         /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
+    char params[96];   /* GEMM: where the parameters came from */
 } bench_result;
 
 typedef struct bench_results {
@@ -56,6 +58,11 @@ int bench_op_selected(const bench_opts *o, const char *op);
 int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p);
 int bench_start_times(const bench_opts *o, bench_peaks *p);
 int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r);
+/* GEMM records at the Transformer's shapes; tuned says which parameters are in force. */
+int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r);
+/* Fills pct_peak of compute-bound records once the FMA peak is known. */
+void bench_gemm_finish(const bench_peaks *p, bench_results *r);
+int bench_add_result(bench_results *r, const bench_result *x);
 /* Runs every library op once on tiny inputs (first use of every kernel). */
 int bench_ops_touch_all(clf_context *ctx);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 double bench_now_ms(void) {
@@ -128,12 +129,56 @@ static int check_writable(const char *path) {
     return 0;
 }
 
+/* Measures cold and warm start in a child process whose PoCL kernel cache and clformer program
+ * cache start empty (PoCL reads POCL_CACHE_DIR once per process), so this process keeps the
+ * user's warm caches (CLBlast's kernels take seconds each to compile on PoCL). */
+static int start_times_in_child(bench_opts *o, bench_peaks *p) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        fprintf(stderr, "clformer-bench: cannot find its own executable\n");
+        return 1;
+    }
+    self[n] = '\0';
+    int fd[2];
+    if (pipe(fd) != 0) return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        char *args[6] = {self, "--start-child", (char *)o->tmp_dir, NULL, NULL, NULL};
+        if (o->spec) {
+            args[3] = "--device";
+            args[4] = (char *)o->spec;
+        }
+        execv(self, args);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[256] = "";
+    FILE *f = fdopen(fd[0], "r");
+    int got = f && fgets(buf, sizeof(buf), f) != NULL;
+    if (f) fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        sscanf(buf, "%lf %lf", &p->cold_start_ms, &p->warm_start_ms) != 2) {
+        fprintf(stderr, "clformer-bench: the start-up measurement failed\n");
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     bench_opts o = {0};
     const char *json = NULL, *csv = NULL;
     const char *sets[32];
     int n_sets = 0;
     int list = 0;
+    const char *child_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--list") == 0)
@@ -144,8 +189,8 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 ||
-                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0 ||
-                    strcmp(a, "--set") == 0) &&
+                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0 || strcmp(a, "--set") == 0 ||
+                    strcmp(a, "--start-child") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(a, "--device") == 0)
@@ -154,6 +199,8 @@ int main(int argc, char **argv) {
                 json = v;
             else if (strcmp(a, "--csv") == 0)
                 csv = v;
+            else if (strcmp(a, "--start-child") == 0)
+                child_dir = v;
             else if (strcmp(a, "--set") == 0) {
                 if (n_sets == 32 || !strchr(v, '=')) {
                     fprintf(stderr, "clformer-bench: --set takes NAME=VALUE (at most 32)\n");
@@ -169,20 +216,25 @@ int main(int argc, char **argv) {
         }
     }
     if (list) return list_devices();
+    if (child_dir) { /* internal: the cold/warm start measurement, in a fresh process */
+        char pocl[600];
+        snprintf(pocl, sizeof(pocl), "%s/pocl-cache", child_dir);
+        setenv("POCL_CACHE_DIR", pocl, 1);
+        bench_peaks p;
+        o.tmp_dir = child_dir;
+        if (bench_start_times(&o, &p)) return 1;
+        printf("%.3f %.3f\n", p.cold_start_ms, p.warm_start_ms);
+        return 0;
+    }
     if (check_writable(json) || check_writable(csv)) return 1;
     o.samples = o.quick ? 7 : 21;
 
-    /* Cold start needs empty caches: a scratch folder for clformer's program cache and, before
-     * the first OpenCL call, for PoCL's kernel cache (other drivers ignore the variable). */
     char tmp[] = "/tmp/clformer-bench-XXXXXX";
     if (!mkdtemp(tmp)) {
         fprintf(stderr, "clformer-bench: cannot create a scratch folder in /tmp\n");
         return 1;
     }
     o.tmp_dir = tmp;
-    char pocl[600];
-    snprintf(pocl, sizeof(pocl), "%s/pocl-cache", tmp);
-    setenv("POCL_CACHE_DIR", pocl, 1);
 
     int rc = 1;
     clf_context *ctx = NULL;
@@ -194,14 +246,18 @@ int main(int argc, char **argv) {
     params.device_spec = o.spec;
     params.error_buf = msg;
     params.error_buf_size = sizeof(msg);
+    /* First, with CLBlast's own GEMM parameters (before any override in this process). */
+    params.gemm_tuning = 0;
     clf_status st = clf_context_create(&ctx, &params);
     if (st != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", msg);
         goto done;
     }
-    clf_context_free(ctx); /* the spec is good; start-up is timed on fresh contexts */
+    if (bench_gemm_run(ctx, &o, 0, &results)) goto done;
+    clf_context_free(ctx);
     ctx = NULL;
-    if (bench_start_times(&o, &peaks)) goto done;
+    if (start_times_in_child(&o, &peaks)) goto done;
+    params.gemm_tuning = 1;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", msg);
         goto done;
@@ -222,6 +278,8 @@ int main(int argc, char **argv) {
     bench_progress("device: %s (%s)", info.name, info.platform_name);
     if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
+    if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
+    bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
     if (json && bench_write_json(json, &info, &peaks, &results)) goto done;
     if (csv && bench_write_csv(csv, &results)) goto done;

@@ -164,7 +164,7 @@ int bench_ops_touch_all(clf_context *ctx) {
     return 0;
 }
 
-static int add_result(bench_results *r, const bench_result *x) {
+int bench_add_result(bench_results *r, const bench_result *x) {
     if (r->n == r->cap) {
         size_t nc = r->cap ? r->cap * 2 : 16;
         bench_result *ni = realloc(r->items, nc * sizeof(*ni));
@@ -212,7 +212,70 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         res.gflops = 0;
         res.bound = "memory";
         res.pct_peak = p->copy_gbps > 0 ? 100.0 * res.gbps / p->copy_gbps : 0;
-        if (add_result(r, &res)) return 1;
+        res.tuned = -1;
+        if (bench_add_result(r, &res)) return 1;
     }
     return 0;
+}
+
+/* GEMM shapes (M, N, K): a square reference, the Transformer's FFN products with 4096 tokens
+ * and d = 512 (d -> 4d and 4d -> d), and small products (M <= 128 tokens). */
+static const int64_t k_gemm_shapes[][3] = {
+    {1024, 1024, 1024}, {4096, 2048, 512}, {4096, 512, 2048}, {128, 512, 512}, {128, 2048, 512}};
+
+int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r) {
+    if (!bench_op_selected(o, "gemm")) return 0;
+    const size_t n_shapes = o->quick ? 4 : sizeof(k_gemm_shapes) / sizeof(k_gemm_shapes[0]);
+    for (size_t i = 0; i < n_shapes; i++) {
+        const int64_t m = k_gemm_shapes[i][0], n = k_gemm_shapes[i][1], k = k_gemm_shapes[i][2];
+        bench_progress("op: gemm %lldx%lldx%lld (%s)", (long long)m, (long long)n, (long long)k,
+                       tuned ? "tuned" : "CLBlast defaults");
+        int bad = 0;
+        int64_t sa[2] = {m, k}, sb[2] = {n, k}, sc[2] = {m, n};
+        clf_tensor *a = make(ctx, CLF_F32, 2, sa, 0.01, &bad),
+                   *b = make(ctx, CLF_F32, 2, sb, 0.01, &bad);
+        clf_tensor *c = make(ctx, CLF_F32, 2, sc, 0, &bad);
+        clf_status st = bad ? CLF_ERROR_INTERNAL : CLF_SUCCESS;
+        /* First call compiles; then the median of the samples (x W^T, as nn.Linear). */
+        if (st == CLF_SUCCESS) st = clf_matmul(ctx, CLF_NO_TRANS, CLF_TRANS, 1.0f, a, b, 0.0f, c);
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        double t[16];
+        int samples = o->quick ? 3 : 7;
+        for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
+            double t0 = bench_now_ms();
+            st = clf_matmul(ctx, CLF_NO_TRANS, CLF_TRANS, 1.0f, a, b, 0.0f, c);
+            if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+            t[s] = bench_now_ms() - t0;
+        }
+        clf_tensor_free(a);
+        clf_tensor_free(b);
+        clf_tensor_free(c);
+        if (st != CLF_SUCCESS) {
+            fprintf(stderr, "clformer-bench: gemm: %s: %s\n", clf_strerror(st),
+                    clf_context_last_error(ctx));
+            return 1;
+        }
+        bench_result res;
+        memset(&res, 0, sizeof(res));
+        snprintf(res.op, sizeof(res.op), "gemm");
+        res.ndim = 3;
+        res.shape[0] = m;
+        res.shape[1] = n;
+        res.shape[2] = k;
+        res.ms = bench_median(t, samples);
+        res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
+        res.gbps = 4.0 * (double)(m * k + n * k + m * n) / (res.ms * 1e6);
+        res.bound = "compute";
+        res.tuned = tuned;
+        snprintf(res.params, sizeof(res.params), "%s", clf_gemm_tuning_source(ctx));
+        if (bench_add_result(r, &res)) return 1;
+    }
+    return 0;
+}
+
+void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->items[i].bound, "compute") == 0)
+            r->items[i].pct_peak =
+                p->fma_gflops > 0 ? 100.0 * r->items[i].gflops / p->fma_gflops : 0;
 }

@@ -40,8 +40,12 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
         const bench_result *x = &r->items[i];
         char s[64] = "";
         shape_str(x, s, sizeof(s));
-        printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s)\n", x->op, s, x->ms, x->gbps,
-               x->gflops, x->pct_peak, x->bound);
+        printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s%s%s)\n", x->op, s, x->ms, x->gbps,
+               x->gflops, x->pct_peak, x->bound,
+               x->tuned == 1   ? ", tuned: "
+               : x->tuned == 0 ? ", CLBlast defaults"
+                               : "",
+               x->tuned == 1 ? x->params : "");
     }
 }
 
@@ -82,6 +86,10 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON_AddNumberToObject(o, "gbps", x->gbps);
         cJSON_AddNumberToObject(o, "pct_peak", x->pct_peak);
         cJSON_AddStringToObject(o, "bound", x->bound);
+        if (x->tuned >= 0) {
+            cJSON_AddBoolToObject(o, "tuned", x->tuned);
+            cJSON_AddStringToObject(o, "params", x->params);
+        }
         cJSON_AddItemToArray(res, o);
     }
     char *text = cJSON_Print(root);
@@ -104,13 +112,16 @@ int bench_write_csv(const char *path, const bench_results *r) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
         return 1;
     }
-    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound\n");
+    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound,tuned\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
         char s[64] = "";
         shape_str(x, s, sizeof(s));
-        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s\n", x->op, s, x->ms, x->gflops, x->gbps,
-                x->pct_peak, x->bound);
+        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s,%s\n", x->op, s, x->ms, x->gflops, x->gbps,
+                x->pct_peak, x->bound,
+                x->tuned == 1   ? "yes"
+                : x->tuned == 0 ? "no"
+                                : "");
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
