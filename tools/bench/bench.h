@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct bench_opts {
     int quick;           /* shorter runs, same coverage */
@@ -70,5 +71,12 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
 int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,
                      const bench_results *r);
 int bench_write_csv(const char *path, const bench_results *r);
+int bench_write_svg(const char *path, const clf_device_info *d, const bench_peaks *p,
+                    const bench_results *r);
+/* Reads the results of a saved JSON run (0 on success). */
+int bench_load_results(const char *path, bench_results *r);
+/* Prints each record's ratio to its baseline; returns the number of regressions. */
+int bench_compare_results(const bench_results *cur, const bench_results *base, double threshold,
+                          FILE *out);
 
 #endif

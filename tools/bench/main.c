@@ -172,84 +172,45 @@ static int start_times_in_child(bench_opts *o, bench_peaks *p) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    bench_opts o = {0};
-    const char *json = NULL, *csv = NULL;
+typedef struct cli {
+    bench_opts o;
+    const char *json, *csv, *svg, *compare;
+    double threshold;
     const char *sets[32];
-    int n_sets = 0;
-    int list = 0;
-    const char *child_dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--list") == 0)
-            list = 1;
-        else if (strcmp(a, "--quick") == 0)
-            o.quick = 1;
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--json") == 0 ||
-                    strcmp(a, "--csv") == 0 || strcmp(a, "--ops") == 0 || strcmp(a, "--set") == 0 ||
-                    strcmp(a, "--start-child") == 0) &&
-                   i + 1 < argc) {
-            const char *v = argv[++i];
-            if (strcmp(a, "--device") == 0)
-                o.spec = v;
-            else if (strcmp(a, "--json") == 0)
-                json = v;
-            else if (strcmp(a, "--csv") == 0)
-                csv = v;
-            else if (strcmp(a, "--start-child") == 0)
-                child_dir = v;
-            else if (strcmp(a, "--set") == 0) {
-                if (n_sets == 32 || !strchr(v, '=')) {
-                    fprintf(stderr, "clformer-bench: --set takes NAME=VALUE (at most 32)\n");
-                    return 2;
-                }
-                sets[n_sets++] = v;
-            } else
-                o.ops = v;
-        } else {
-            fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (list) return list_devices();
-    if (child_dir) { /* internal: the cold/warm start measurement, in a fresh process */
-        char pocl[600];
-        snprintf(pocl, sizeof(pocl), "%s/pocl-cache", child_dir);
-        setenv("POCL_CACHE_DIR", pocl, 1);
-        bench_peaks p;
-        o.tmp_dir = child_dir;
-        if (bench_start_times(&o, &p)) return 1;
-        printf("%.3f %.3f\n", p.cold_start_ms, p.warm_start_ms);
-        return 0;
-    }
-    if (check_writable(json) || check_writable(csv)) return 1;
-    o.samples = o.quick ? 7 : 21;
+    int n_sets;
+} cli;
 
-    char tmp[] = "/tmp/clformer-bench-XXXXXX";
-    if (!mkdtemp(tmp)) {
-        fprintf(stderr, "clformer-bench: cannot create a scratch folder in /tmp\n");
-        return 1;
-    }
-    o.tmp_dir = tmp;
+/* "out.json" + 2 -> "out.2.json" (for --all-devices); NULL stays NULL. */
+static const char *indexed(const char *path, int index, int many, char *buf, size_t size) {
+    if (!path || !many) return path;
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash))
+        snprintf(buf, size, "%s.%d", path, index);
+    else
+        snprintf(buf, size, "%.*s.%d%s", (int)(dot - path), path, index, dot);
+    return buf;
+}
 
+/* The whole benchmark on one device. */
+static int run_device(cli *c, const char *spec, const char *json, const char *csv,
+                      const char *svg) {
+    bench_opts o = c->o;
+    o.spec = spec;
     int rc = 1;
     clf_context *ctx = NULL;
     bench_peaks peaks;
-    bench_results results = {0};
+    bench_results results = {0}, base = {0};
     memset(&peaks, 0, sizeof(peaks));
     char msg[2048] = "";
     clf_context_params params = clf_context_default_params();
-    params.device_spec = o.spec;
+    params.device_spec = spec;
     params.error_buf = msg;
     params.error_buf_size = sizeof(msg);
+    if (c->compare && bench_load_results(c->compare, &base)) goto done;
     /* First, with CLBlast's own GEMM parameters (before any override in this process). */
     params.gemm_tuning = 0;
-    clf_status st = clf_context_create(&ctx, &params);
-    if (st != CLF_SUCCESS) {
+    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", msg);
         goto done;
     }
@@ -262,14 +223,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-bench: %s\n", msg);
         goto done;
     }
-    for (int i = 0; i < n_sets; i++) {
+    for (int i = 0; i < c->n_sets; i++) {
         char name[128];
-        const char *eq = strchr(sets[i], '=');
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - sets[i]), sets[i]);
+        const char *eq = strchr(c->sets[i], '=');
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - c->sets[i]), c->sets[i]);
         char *end = NULL;
         long long v = strtoll(eq + 1, &end, 10);
         if (!end || *end || clf_context_set_tunable(ctx, name, v) != CLF_SUCCESS) {
-            fprintf(stderr, "clformer-bench: --set %s: %s\n", sets[i], clf_context_last_error(ctx));
+            fprintf(stderr, "clformer-bench: --set %s: %s\n", c->sets[i],
+                    clf_context_last_error(ctx));
             goto done;
         }
     }
@@ -281,12 +243,124 @@ int main(int argc, char **argv) {
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
     bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
+    if (c->compare) bench_compare_results(&results, &base, c->threshold, stdout);
     if (json && bench_write_json(json, &info, &peaks, &results)) goto done;
     if (csv && bench_write_csv(csv, &results)) goto done;
+    if (svg && bench_write_svg(svg, &info, &peaks, &results)) goto done;
     rc = 0;
 done:
     clf_context_free(ctx);
     free(results.items);
+    free(base.items);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    cli c;
+    memset(&c, 0, sizeof(c));
+    c.threshold = 0.8;
+    int list = 0, all = 0;
+    const char *child_dir = NULL, *only_cur = NULL, *only_base = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--list") == 0)
+            list = 1;
+        else if (strcmp(a, "--quick") == 0)
+            c.o.quick = 1;
+        else if (strcmp(a, "--all-devices") == 0)
+            all = 1;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (!v) {
+            fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (strcmp(a, "--device") == 0)
+            c.o.spec = argv[++i];
+        else if (strcmp(a, "--json") == 0)
+            c.json = argv[++i];
+        else if (strcmp(a, "--csv") == 0)
+            c.csv = argv[++i];
+        else if (strcmp(a, "--plot") == 0)
+            c.svg = argv[++i];
+        else if (strcmp(a, "--ops") == 0)
+            c.o.ops = argv[++i];
+        else if (strcmp(a, "--compare") == 0)
+            c.compare = argv[++i];
+        else if (strcmp(a, "--start-child") == 0)
+            child_dir = argv[++i];
+        else if (strcmp(a, "--threshold") == 0) {
+            c.threshold = atof(argv[++i]);
+            if (!(c.threshold > 0)) {
+                fprintf(stderr, "clformer-bench: --threshold must be > 0\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--compare-only") == 0 && i + 2 < argc) {
+            only_cur = argv[++i];
+            only_base = argv[++i];
+        } else if (strcmp(a, "--set") == 0) {
+            if (c.n_sets == 32 || !strchr(v, '=')) {
+                fprintf(stderr, "clformer-bench: --set takes NAME=VALUE (at most 32)\n");
+                return 2;
+            }
+            c.sets[c.n_sets++] = argv[++i];
+        } else {
+            fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (list) return list_devices();
+    if (only_cur) { /* compare two saved runs, no measurement */
+        bench_results cur, base;
+        if (bench_load_results(only_cur, &cur)) return 1;
+        if (bench_load_results(only_base, &base)) {
+            free(cur.items);
+            return 1;
+        }
+        bench_compare_results(&cur, &base, c.threshold, stdout);
+        free(cur.items);
+        free(base.items);
+        return 0;
+    }
+    if (child_dir) { /* internal: the cold/warm start measurement, in a fresh process */
+        char pocl[600];
+        snprintf(pocl, sizeof(pocl), "%s/pocl-cache", child_dir);
+        setenv("POCL_CACHE_DIR", pocl, 1);
+        bench_peaks p;
+        c.o.tmp_dir = child_dir;
+        if (bench_start_times(&c.o, &p)) return 1;
+        printf("%.3f %.3f\n", p.cold_start_ms, p.warm_start_ms);
+        return 0;
+    }
+    if (check_writable(c.json) || check_writable(c.csv) || check_writable(c.svg)) return 1;
+    c.o.samples = c.o.quick ? 7 : 21;
+    char tmp[] = "/tmp/clformer-bench-XXXXXX";
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "clformer-bench: cannot create a scratch folder in /tmp\n");
+        return 1;
+    }
+    c.o.tmp_dir = tmp;
+    int rc = 0;
+    if (!all) {
+        rc = run_device(&c, c.o.spec, c.json, c.csv, c.svg);
+    } else {
+        uint32_t n = 0;
+        if (clf_device_list(NULL, 0, &n) != CLF_SUCCESS || n == 0) {
+            fprintf(stderr, "clformer-bench: no OpenCL device found\n");
+            rc = 1;
+        }
+        for (uint32_t d = 0; d < n; d++) {
+            char spec[16], bj[1024], bc[1024], bs[1024];
+            snprintf(spec, sizeof(spec), "%u", d);
+            printf("%s== device %u ==\n", d ? "\n" : "", d);
+            rc |= run_device(&c, spec, indexed(c.json, (int)d, n > 1, bj, sizeof(bj)),
+                             indexed(c.csv, (int)d, n > 1, bc, sizeof(bc)),
+                             indexed(c.svg, (int)d, n > 1, bs, sizeof(bs)));
+        }
+    }
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
 }

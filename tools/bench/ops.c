@@ -76,6 +76,20 @@ static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, in
 }
 
 /* Prepares the tensors of op `name` at size scale (1: benchmark, 0: tiny). Returns the op. */
+/* Flops per output element, as the kernels compute them (exp, erf's exp, sincos count 1): the
+ * x coordinate of the roofline plot, not a speed claim. */
+static double flops_per_element(const char *name) {
+    static const struct {
+        const char *op;
+        double flops;
+    } t[] = {{"softmax", 5}, {"layernorm", 8},        {"add_layernorm", 11},
+             {"posenc", 5},  {"embedding_posenc", 6}, {"bias_gelu", 20},
+             {"add", 1}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (strcmp(t[i].op, name) == 0) return t[i].flops;
+    return 0;
+}
+
 static op_fn setup(clf_context *ctx, const char *name, int tiny, op_args *a, int *ndim,
                    int64_t *shape, double *bytes, int *bad) {
     memset(a, 0, sizeof(*a));
@@ -209,7 +223,10 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         snprintf(res.op, sizeof(res.op), "%s", k_ops[i]);
         res.ms = bench_median(t, samples);
         res.gbps = bytes / (res.ms * 1e6);
-        res.gflops = 0;
+        double elements = 1;
+        for (int d = 0; d < res.ndim; d++)
+            elements *= (double)res.shape[d];
+        res.gflops = flops_per_element(k_ops[i]) * elements / (res.ms * 1e6);
         res.bound = "memory";
         res.pct_peak = p->copy_gbps > 0 ? 100.0 * res.gbps / p->copy_gbps : 0;
         res.tuned = -1;

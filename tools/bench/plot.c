@@ -1,0 +1,130 @@
+/*
+ * plot.c — an SVG roofline: every op record as a point (arithmetic intensity in FLOP/byte,
+ * GFLOP/s) under the bandwidth roof (copy peak x intensity) and the compute roof (FMA peak) of
+ * the peaks measured in the same run. Log-log axes.
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W 900.0
+#define H 560.0
+#define L 80.0 /* margins */
+#define R 200.0
+#define T 40.0
+#define B 60.0
+
+typedef struct axes {
+    double x0, x1, y0, y1; /* log10 ranges */
+} axes;
+
+static double px(const axes *a, double x) {
+    return L + (log10(x) - a->x0) / (a->x1 - a->x0) * (W - L - R);
+}
+static double py(const axes *a, double y) {
+    return H - B - (log10(y) - a->y0) / (a->y1 - a->y0) * (H - T - B);
+}
+
+static void xml_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+int bench_write_svg(const char *path, const clf_device_info *d, const bench_peaks *p,
+                    const bench_results *r) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
+        return 1;
+    }
+    const double bw = p->copy_gbps > 0 ? p->copy_gbps : 1,
+                 fma = p->fma_gflops > 0 ? p->fma_gflops : 1;
+    axes a = {-2, 3, -2, ceil(log10(fma * 2))};
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            W, H, W, H);
+    fprintf(f, "<title>clformer-bench roofline: ");
+    xml_text(f, d->name);
+    fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n",
+            W, H);
+    fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">Roofline: ", L);
+    xml_text(f, d->name);
+    fprintf(f, " (copy %.1f GB/s, FMA %.1f GFLOP/s)</text>\n", bw, fma);
+    /* Grid and axis labels at each decade. */
+    for (int e = (int)a.x0; e <= (int)a.x1; e++) {
+        double x = px(&a, pow(10, e));
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x,
+                T, x, H - B);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">1e%d</text>\n", x,
+                H - B + 16, e);
+    }
+    for (int e = (int)a.y0; e <= (int)a.y1; e++) {
+        double y = py(&a, pow(10, e));
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L,
+                y, W - R, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>\n", L - 6, y + 4,
+                e);
+    }
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arithmetic intensity "
+            "(FLOP/byte)</text>\n",
+            (L + W - R) / 2, H - 20);
+    fprintf(f,
+            "<text x=\"20\" y=\"%.1f\" transform=\"rotate(-90 20 %.1f)\" "
+            "text-anchor=\"middle\">GFLOP/s</text>\n",
+            (T + H - B) / 2, (T + H - B) / 2);
+    /* Roofs: bandwidth until the ridge point, then compute. */
+    double ridge = fma / bw, xl = pow(10, a.x0), xr = pow(10, a.x1);
+    fprintf(f,
+            "<polyline class=\"roof\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" "
+            "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+            px(&a, xl), py(&a, bw * xl), px(&a, ridge), py(&a, fma), px(&a, xr), py(&a, fma));
+    /* One point per record. */
+    int n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const bench_result *x = &r->items[i];
+        if (!(x->gflops > 0) || !(x->gbps > 0)) continue;
+        double ai = x->gflops / x->gbps;
+        ai = fmin(fmax(ai, xl), xr);
+        double g = fmax(x->gflops, pow(10, a.y0));
+        const char *color =
+            strcmp(x->bound, "compute") == 0 ? (x->tuned == 0 ? "#999" : "#06c") : "#393";
+        char label[96];
+        size_t off = (size_t)snprintf(label, sizeof(label), "%s ", x->op);
+        for (int k = 0; k < x->ndim && off < sizeof(label); k++)
+            off += (size_t)snprintf(label + off, sizeof(label) - off, "%s%lld", k ? "x" : "",
+                                    (long long)x->shape[k]);
+        if (x->tuned == 0 && off < sizeof(label))
+            snprintf(label + off, sizeof(label) - off, " (defaults)");
+        fprintf(f, "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>",
+                px(&a, ai), py(&a, g), color);
+        xml_text(f, label);
+        fprintf(f, ": %.2f GFLOP/s, %.2f GB/s, %.1f%% of peak</title></circle>\n", x->gflops,
+                x->gbps, x->pct_peak);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">", px(&a, ai) + 7,
+                py(&a, g) + 3 + (n % 3) * 9 - 9);
+        xml_text(f, label);
+        fprintf(f, "</text>\n");
+        n++;
+    }
+    fprintf(f, "</svg>\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
+        return 1;
+    }
+    return 0;
+}
