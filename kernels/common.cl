@@ -79,3 +79,23 @@ inline float clf_hmax16(float16 v) {
 #define HMAX(v)         CLF_CAT(clf_hmax, VW)(v)
 #define IOTA            CLF_CAT(CLF_IOTA, VW)
 #define convert_floatV  CLF_CAT(convert_float, VW)
+
+/*
+ * CLF_DEFINE_ROW_REDUCE(NAME, OP): defines float NAME(red, lr, t, v), the OP-reduction of v over
+ * the WG work-items t of row lr of a work-group of RPG rows, by a tree in local memory
+ * red[RPG][WG]. Every work-item of the group must call it (it has barriers); red may be reused by
+ * the next call. For kernel files with WG > 1 (a power of two).
+ */
+#define CLF_ADD(a, b) ((a) + (b))
+#define CLF_DEFINE_ROW_REDUCE(NAME, OP)                                                            \
+    inline float NAME(__local float(*red)[WG], int lr, int t, float v) {                           \
+        red[lr][t] = v;                                                                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (int w = WG / 2; w > 0; w >>= 1) {                                                     \
+            if (t < w) red[lr][t] = OP(red[lr][t], red[lr][t + w]);                                \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        }                                                                                          \
+        float r = red[lr][0];                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        return r;                                                                                  \
+    }

@@ -23,18 +23,7 @@
 #endif
 
 #if WG > 1
-/* Sum of v over the WG work-items of row lr (all work-items of the group must call it). */
-inline float layernorm_group_sum(__local float (*red)[WG], int lr, int t, float v) {
-    red[lr][t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w >>= 1) {
-        if (t < w) red[lr][t] += red[lr][t + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[lr][0];
-    barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next call */
-    return r;
-}
+CLF_DEFINE_ROW_REDUCE(row_sum, CLF_ADD)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, RPG, 1))) void
@@ -69,7 +58,7 @@ layernorm_rows(const __global float *x,     /* (rows, n) */
         s1 += (has_res ? xr[i] + rr[i] : xr[i]) - shift;
 #if WG > 1
     __local float red[RPG][WG];
-    s1 = layernorm_group_sum(red, lr, t, s1);
+    s1 = row_sum(red, lr, t, s1);
 #endif
     const float mean = s1 / (float)n; /* mean(z) - shift */
 
@@ -86,7 +75,7 @@ layernorm_rows(const __global float *x,     /* (rows, n) */
         s2 += d * d;
     }
 #if WG > 1
-    s2 = layernorm_group_sum(red, lr, t, s2);
+    s2 = row_sum(red, lr, t, s2);
 #endif
     if (!active) return;
 

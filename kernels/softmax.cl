@@ -28,19 +28,8 @@
 #endif
 
 #if WG > 1
-/* Max (is_max) or sum of v over the WG work-items of row lr; all of the group must call it. */
-inline float softmax_group_reduce(__local float (*red)[WG], int lr, int t, float v, int is_max) {
-    red[lr][t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w >>= 1) {
-        if (t < w)
-            red[lr][t] = is_max ? fmax(red[lr][t], red[lr][t + w]) : red[lr][t] + red[lr][t + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[lr][0];
-    barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next call */
-    return r;
-}
+CLF_DEFINE_ROW_REDUCE(row_max, fmax)
+CLF_DEFINE_ROW_REDUCE(row_sum, CLF_ADD)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, RPG, 1))) void
@@ -83,7 +72,7 @@ softmax_rows(const __global float *x,   /* (rows, n) */
         m = fmax(m, xr[i]);
 #if WG > 1
     __local float red[RPG][WG];
-    m = softmax_group_reduce(red, lr, t, m, 1);
+    m = row_max(red, lr, t, m);
 #endif
 
     /* Pass 2: e = exp(x - max) into y and the sum of e; each exp is computed once and the row
@@ -102,7 +91,7 @@ softmax_rows(const __global float *x,   /* (rows, n) */
         yr[i] = e;
     }
 #if WG > 1
-    s = softmax_group_reduce(red, lr, t, s, 0);
+    s = row_sum(red, lr, t, s);
     barrier(CLK_GLOBAL_MEM_FENCE); /* pass 3 reads tail elements other work-items wrote */
 #endif
     if (!active) return;

@@ -145,24 +145,10 @@ done:
     return ok;
 }
 
-static char *read_file(const char *path, size_t max) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
-    fclose(f);
-    if (!buf || n > max) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 void clf__gemm_tuning_init(clf_context *ctx) {
     gemm_params p;
     char *path = tuning_path(ctx);
-    char *text = path ? read_file(path, 1 << 16) : NULL;
+    char *text = path ? clf__read_text(path, 1 << 16) : NULL;
     const char *why = NULL;
     if (text && parse_tuning(text, &p, &why) && apply(ctx, &p) == CLF_SUCCESS) {
         snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "file:%s", path);
@@ -338,23 +324,6 @@ static clf_status set_routine(clf_context *ctx, size_t min_indirect) {
     return apply(ctx, &p);
 }
 
-static int make_dirs(const char *dir) {
-    char *tmp = strdup(dir);
-    if (!tmp) return -1;
-    for (char *q = tmp + 1; *q; q++) {
-        if (*q != '/') continue;
-        *q = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-            free(tmp);
-            return -1;
-        }
-        *q = '/';
-    }
-    int rc = (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-    free(tmp);
-    return rc;
-}
-
 static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_result *r,
                        char *path_out, size_t path_size) {
     char *path = tuning_path(ctx);
@@ -387,7 +356,7 @@ static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_re
     snprintf(dir, sizeof(dir), "%s/gemm-tuning", ctx->gemm_tuning_dir);
     char tmp[800];
     snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = (text && make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
+    FILE *f = (text && clf__make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
     if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
         if (f) remove(tmp);
         st = clf__fail(ctx, CLF_ERROR_IO, "cannot write GEMM tuning file %s", path);
@@ -442,7 +411,7 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
     {
         gemm_params cur;
         char *path = tuning_path(ctx);
-        char *text = path ? read_file(path, 1 << 16) : NULL;
+        char *text = path ? clf__read_text(path, 1 << 16) : NULL;
         const char *why;
         if (text && parse_tuning(text, &cur, &why) && cur.has_xgemm) {
             best = cur;

@@ -87,6 +87,10 @@ void clf__cache_key(const char *source, const char *options, const clf_device_in
                     uint64_t key[2]);
 /* File name "<32 hex digits>.bin" of a key. */
 void clf__cache_file_name(const uint64_t key[2], char out[40]);
+/* mkdir -p; 0 on success. */
+int clf__make_dirs(const char *path);
+/* A whole file of at most max bytes, NUL-terminated, malloc'ed; NULL if unreadable or larger. */
+char *clf__read_text(const char *path, size_t max);
 /* Default cache folder from the environment ($XDG_CACHE_HOME/clformer, else
  * $HOME/.cache/clformer); NULL if neither is set. The caller frees. */
 char *clf__default_cache_dir(void);

@@ -72,8 +72,7 @@ char *clf__default_cache_dir(void) {
     return out;
 }
 
-/* mkdir -p; returns 0 on success. */
-static int make_dirs(const char *path) {
+int clf__make_dirs(const char *path) {
     char *tmp = strdup(path);
     if (!tmp) return -1;
     for (char *p = tmp + 1; *p; p++) {
@@ -135,7 +134,7 @@ static void disk_store(const clf_context *ctx, const uint64_t key[2], const unsi
     char *tmp = path ? malloc(strlen(path) + 32) : NULL;
     if (!dir || !path || !tmp) goto done;
     snprintf(dir, dn, "%s/programs", ctx->cache_dir);
-    if (make_dirs(dir) != 0) goto done;
+    if (clf__make_dirs(dir) != 0) goto done;
     sprintf(tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) goto done;
@@ -243,21 +242,18 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
     return CLF_SUCCESS;
 }
 
-/* Reads a whole text file; NULL on failure. */
-static char *read_text(const char *path) {
+char *clf__read_text(const char *path, size_t max) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    char *buf = NULL;
-    long n;
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) goto out;
-    buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-out:
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    bool err = ferror(f) != 0;
     fclose(f);
+    if (!buf || n > max || err) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
     return buf;
 }
 
@@ -274,7 +270,7 @@ static clf_status kernel_text(clf_context *ctx, const char *name, char **out) {
         char *path = malloc(n);
         if (!path) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
         snprintf(path, n, "%s/%s.cl", ctx->kernel_dir, name);
-        *out = read_text(path);
+        *out = clf__read_text(path, 1 << 22);
         if (!*out) {
             clf__fail(ctx, CLF_ERROR_IO, "cannot read kernel source '%s' (kernel_dir override)",
                       path);
