@@ -97,16 +97,13 @@ float *tensor_to_host(const clf_tensor *t) {
 
 void check_close(const char *what, const float *got, const double *want, int64_t n, double atol,
                  double rtol) {
-    double worst = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double err = fabs((double)got[i] - want[i]);
         double tol = atol + rtol * fabs(want[i]);
         if (!(err <= tol)) /* NaN fails too */
             fail_msg("%s: element %lld: got %.9g, want %.9g (|err| %.3g > tol %.3g)", what,
                      (long long)i, (double)got[i], want[i], err, tol);
-        if (err / (tol > 0 ? tol : 1) > worst) worst = err / (tol > 0 ? tol : 1);
     }
-    (void)worst;
 }
 
 void use_tunables(const char *prog, int64_t vw, int64_t wg, int64_t rpg) {
