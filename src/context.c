@@ -156,8 +156,9 @@ clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_ctx, cl_d
 void clf_context_free(clf_context *ctx) {
     if (!ctx) return;
     if (ctx->queue) clFinish(ctx->queue);
-    for (int i = 0; i < CLF_K_COUNT; i++)
-        if (ctx->kernels[i]) clReleaseKernel(ctx->kernels[i]);
+    clf__drop_kernels(ctx, CLF_PROG_COUNT);
+    free(ctx->kernels);
+    if (ctx->scratch) clReleaseMemObject(ctx->scratch);
     for (size_t i = 0; i < ctx->n_progs; i++)
         clReleaseProgram(ctx->progs[i].program);
     free(ctx->progs);
@@ -217,14 +218,8 @@ clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t v
                          d->pow2 ? " and a power of two" : "");
     if (ctx->tunables[i] == value) return CLF_SUCCESS;
     ctx->tunables[i] = value;
-    /* Rebuild that program (through the cache) at next use. */
-    ctx->lib_prog[d->prog] = NULL;
-    for (int k = 0; k < CLF_K_COUNT; k++) {
-        if (clf__kernel_defs[k].prog == d->prog && ctx->kernels[k]) {
-            clReleaseKernel(ctx->kernels[k]);
-            ctx->kernels[k] = NULL;
-        }
-    }
+    /* Rebuild that program's kernels (through the program cache) at next use. */
+    clf__drop_kernels(ctx, d->prog);
     return CLF_SUCCESS;
 }
 
@@ -275,5 +270,24 @@ clf_status clf_context_build_kernel(clf_context *ctx, const char *source, const 
         return clf__fail(ctx, err, "clCreateKernel('%s') failed: %s (%d)", kernel_name,
                          clf_strerror(err), (int)err);
     }
+    return CLF_SUCCESS;
+}
+
+clf_status clf__scratch(clf_context *ctx, size_t bytes, cl_mem *out) {
+    if (bytes > ctx->info.max_alloc_bytes)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                         "scratch of %zu bytes exceeds the device's max allocation of %llu", bytes,
+                         (unsigned long long)ctx->info.max_alloc_bytes);
+    if (ctx->scratch && ctx->scratch_bytes >= bytes) {
+        *out = ctx->scratch;
+        return CLF_SUCCESS;
+    }
+    cl_int err;
+    cl_mem m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateBuffer (scratch)");
+    if (ctx->scratch) clReleaseMemObject(ctx->scratch); /* queued users keep it alive */
+    ctx->scratch = m;
+    ctx->scratch_bytes = bytes;
+    *out = m;
     return CLF_SUCCESS;
 }

@@ -20,6 +20,7 @@ typedef enum {
     CLF_PROG_LAYERNORM,
     CLF_PROG_POSENC,
     CLF_PROG_ELEMENTWISE,
+    CLF_PROG_ATTENTION,
     CLF_PROG_COUNT
 } clf_prog_id;
 
@@ -30,6 +31,8 @@ typedef enum {
     CLF_K_POSENC, /* embedding gather and/or positional encoding */
     CLF_K_BIAS_ACT,
     CLF_K_ADD,
+    CLF_K_ATTENTION,
+    CLF_K_ATTENTION_COMBINE,
     CLF_K_COUNT
 } clf_kernel_id;
 
@@ -97,6 +100,14 @@ char *clf__default_cache_dir(void);
 
 /* ---------------------------------------------------------------- context and tensor */
 
+/* A library kernel built with the tunables in force plus per-call options (e.g. "-DDH=64"). */
+typedef struct clf_kernel_entry {
+    clf_kernel_id id;
+    char extra[64];
+    cl_kernel kernel;
+    size_t wg; /* CL_KERNEL_WORK_GROUP_SIZE */
+} clf_kernel_entry;
+
 struct clf_context {
     cl_platform_id platform;
     cl_context cl_ctx;
@@ -117,12 +128,13 @@ struct clf_context {
     size_t n_progs, cap_progs;
     clf_cache_stats stats;
 
-    cl_program lib_prog[CLF_PROG_COUNT]; /* library programs, borrowed from `progs` */
-    cl_kernel kernels[CLF_K_COUNT];      /* created on first use */
-    size_t kernel_wg[CLF_K_COUNT];       /* CL_KERNEL_WORK_GROUP_SIZE of each */
+    clf_kernel_entry *kernels; /* library kernels created so far, per (kernel, variant) */
+    size_t n_kernels, cap_kernels;
     int64_t *tunables;                   /* [clf__tunable_count] values in force */
     char gemm_source[600];               /* see clf_gemm_tuning_source() */
     char *gemm_tuning_dir;               /* owned; the cache folder, even if disk_cache is off */
+    cl_mem scratch;                      /* grow-only device scratch (attention partials) */
+    size_t scratch_bytes;
 };
 
 struct clf_tensor {
@@ -146,8 +158,11 @@ clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */
 const char *clf__cl_error_name(cl_int err);
 
-/* Gets (building on first use) a library kernel. */
+/* Gets (building on first use) a library kernel; _ex adds per-call build options. */
 clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out);
+clf_status clf__kernel_ex(clf_context *ctx, clf_kernel_id id, const char *extra, cl_kernel *out);
+/* Releases the kernels of program `prog` (CLF_PROG_COUNT: all), e.g. after a tunable changed. */
+void clf__drop_kernels(clf_context *ctx, clf_prog_id prog);
 /* Enqueues a kernel after checking the local size against CL_KERNEL_WORK_GROUP_SIZE; with
  * profiling, waits for it and adds its device time. local may be NULL. */
 clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
@@ -182,6 +197,10 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
  * existing devices into msg. */
 clf_status clf__device_pick(const char *spec, clf_device_info *info, cl_platform_id *platform,
                             cl_device_id *device, char *msg, size_t msg_size);
+
+/* A device scratch buffer of at least `bytes`, owned by the context (valid until the next call
+ * that asks for a larger one; the queue is in order, so queued users are safe). */
+clf_status clf__scratch(clf_context *ctx, size_t bytes, cl_mem *out);
 
 /* Tensor checks used by every op. Each returns CLF_SUCCESS or records a detail message. */
 clf_status clf__check_tensor(clf_context *ctx, const clf_tensor *t, const char *what,

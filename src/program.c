@@ -303,31 +303,50 @@ clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
     return st;
 }
 
-static clf_status lib_program(clf_context *ctx, clf_prog_id id, cl_program *out) {
-    if (ctx->lib_prog[id]) {
-        *out = ctx->lib_prog[id];
-        return CLF_SUCCESS;
-    }
-    char options[512];
-    if (clf__build_options(id, ctx->tunables, ctx->info.type, options, sizeof(options)) != 0)
+/* Builds (through the program cache) the library program `id` with the tunables in force plus
+ * the call's extra options. */
+static clf_status lib_program(clf_context *ctx, clf_prog_id id, const char *extra,
+                              cl_program *out) {
+    char options[768];
+    size_t n;
+    if (clf__build_options(id, ctx->tunables, ctx->info.type, options, sizeof(options)) != 0 ||
+        (n = strlen(options)) + strlen(extra) + 2 > sizeof(options))
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "build options too long");
+    if (extra[0]) snprintf(options + n, sizeof(options) - n, " %s", extra);
     char *src = NULL;
     clf_status st = clf__program_source(ctx, id, &src);
     if (st != CLF_SUCCESS) return st;
     st = clf__program_get(ctx, src, options, out);
     free(src);
-    if (st == CLF_SUCCESS) ctx->lib_prog[id] = *out;
     return st;
 }
 
-clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
-    if (ctx->kernels[id]) {
-        *out = ctx->kernels[id];
+static clf_kernel_entry *find_entry(clf_context *ctx, clf_kernel_id id, const char *extra) {
+    for (size_t i = 0; i < ctx->n_kernels; i++)
+        if (ctx->kernels[i].id == id && strcmp(ctx->kernels[i].extra, extra) == 0)
+            return &ctx->kernels[i];
+    return NULL;
+}
+
+clf_status clf__kernel_ex(clf_context *ctx, clf_kernel_id id, const char *extra, cl_kernel *out) {
+    if (!extra) extra = "";
+    clf_kernel_entry *e = find_entry(ctx, id, extra);
+    if (e) {
+        *out = e->kernel;
         return CLF_SUCCESS;
+    }
+    if (strlen(extra) >= sizeof(e->extra))
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "kernel variant options too long");
+    if (ctx->n_kernels == ctx->cap_kernels) {
+        size_t nc = ctx->cap_kernels ? ctx->cap_kernels * 2 : 16;
+        clf_kernel_entry *nk = realloc(ctx->kernels, nc * sizeof(*nk));
+        if (!nk) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        ctx->kernels = nk;
+        ctx->cap_kernels = nc;
     }
     const clf_kernel_def *def = &clf__kernel_defs[id];
     cl_program prog;
-    clf_status st = lib_program(ctx, def->prog, &prog);
+    clf_status st = lib_program(ctx, def->prog, extra, &prog);
     if (st != CLF_SUCCESS) return st;
     cl_int err;
     cl_kernel k = clCreateKernel(prog, def->name, &err);
@@ -339,10 +358,28 @@ clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
         clReleaseKernel(k);
         return clf__cl_fail(ctx, err, "clGetKernelWorkGroupInfo");
     }
-    ctx->kernels[id] = k;
-    ctx->kernel_wg[id] = wg;
+    e = &ctx->kernels[ctx->n_kernels++];
+    e->id = id;
+    snprintf(e->extra, sizeof(e->extra), "%s", extra);
+    e->kernel = k;
+    e->wg = wg;
     *out = k;
     return CLF_SUCCESS;
+}
+
+clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
+    return clf__kernel_ex(ctx, id, "", out);
+}
+
+void clf__drop_kernels(clf_context *ctx, clf_prog_id prog) {
+    size_t w = 0;
+    for (size_t i = 0; i < ctx->n_kernels; i++) {
+        if (prog == CLF_PROG_COUNT || clf__kernel_defs[ctx->kernels[i].id].prog == prog)
+            clReleaseKernel(ctx->kernels[i].kernel);
+        else
+            ctx->kernels[w++] = ctx->kernels[i];
+    }
+    ctx->n_kernels = w;
 }
 
 clf_status clf__set_args(clf_context *ctx, cl_kernel k, ...) {
@@ -370,14 +407,16 @@ clf_status clf__set_args(clf_context *ctx, cl_kernel k, ...) {
 clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
                        const size_t *global, const size_t *local) {
     if (local) {
-        size_t total = 1;
+        size_t total = 1, limit = 0;
         for (cl_uint d = 0; d < dims; d++)
             total *= local[d];
-        if (total > ctx->kernel_wg[id])
+        for (size_t i = 0; i < ctx->n_kernels; i++)
+            if (ctx->kernels[i].kernel == k) limit = ctx->kernels[i].wg;
+        if (total > limit)
             return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
                              "kernel %s: work-group of %zu work-items exceeds the %zu this device "
                              "allows for it (CL_KERNEL_WORK_GROUP_SIZE); lower its tunables",
-                             clf__kernel_defs[id].name, total, ctx->kernel_wg[id]);
+                             clf__kernel_defs[id].name, total, limit);
     }
     for (cl_uint d = 0; d < dims; d++)
         if (global[d] == 0) return CLF_SUCCESS; /* nothing to do */

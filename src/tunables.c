@@ -14,6 +14,7 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
     [CLF_PROG_LAYERNORM] = "layernorm",
     [CLF_PROG_POSENC] = "posenc",
     [CLF_PROG_ELEMENTWISE] = "elementwise",
+    [CLF_PROG_ATTENTION] = "attention",
 };
 
 const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
@@ -22,6 +23,8 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_POSENC] = {CLF_PROG_POSENC, "embed_posenc"},
     [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act"},
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
+    [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled"},
+    [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine"},
 };
 
 /* name, program, cpu, gpu, fallback, power of two, max, min */
@@ -47,6 +50,15 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1},
     /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
     {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0},
+    /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
+     * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group; BK keys per tile;
+     * SPLIT_NQ: at most this many queries take the split-key (flash-decoding) path, with
+     * SPLIT_KEYS keys per split. */
+    {"attention.MAXVW", CLF_PROG_ATTENTION, 16, 4, 4, 1, 16, 1},
+    {"attention.BQ", CLF_PROG_ATTENTION, 8, 64, 32, 0, 1024, 1},
+    {"attention.BK", CLF_PROG_ATTENTION, 32, 32, 32, 0, 256, 1},
+    {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0},
+    {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

@@ -360,6 +360,38 @@ typedef struct clf_tune_result {
 CLF_API clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params,
                                  clf_tune_result *result);
 
+/* ---------------------------------------------------------------- attention
+ * Scaled dot-product attention for all heads in one call, the seeds' rearrange
+ * 'b n (h d) -> b h n d' folded into indexing:
+ *   q (B, Nq, Wq), k (B, Nk_max, Wk), v (B, Nk_max, Wv), out (B, Nq, H * Dh);
+ * head h of a row of q is the Dh floats from column q_col + h * Dh (likewise k, v), so q, k and
+ * v may be one fused QKV projection (B, N, 3 H Dh) with q_col 0, k_col H Dh, v_col 2 H Dh, and
+ * k, v a KV cache of which the first nk rows are in use. out must not overlap q, k or v.
+ * Masks as clf_mask (valid lengths per batch or per query, causal with an offset for decoding
+ * with a cache); a query that sees no key gets zeros.
+ * The tiled path (default) never forms the Nq x Nk matrix: memory O(N * Dh); with few queries and
+ * many keys it splits the keys across work-groups (flash-decoding). The naive path (naive = 1)
+ * computes scores by GEMM, the masked softmax and a second GEMM: the baseline, and the way to get
+ * the attention weights; it refuses (CLF_ERROR_SIZE_LIMIT) when B x H x Nq x Nk floats exceed
+ * the device's max allocation. */
+typedef struct clf_attention_desc {
+    int64_t heads;                 /* H >= 1 */
+    int64_t head_dim;              /* Dh, 1 .. 256 */
+    int64_t q_col, k_col, v_col;   /* column of head 0 within a row of q, k, v */
+    int64_t nk;                    /* keys in use; 0: all of k's dim 1 */
+    float scale;                   /* 0: 1 / sqrt(Dh) */
+    clf_mask mask;                 /* no mask: all zeros */
+    int naive;                     /* 1: GEMM + masked softmax + GEMM */
+    clf_tensor *weights;           /* naive only, optional: (B, H, Nq, Nk) attention weights */
+} clf_attention_desc;
+
+/* A description with H heads of Dh, no mask, columns 0, scale 1/sqrt(Dh), tiled. */
+CLF_API clf_attention_desc clf_attention_default_desc(int64_t heads, int64_t head_dim);
+
+CLF_API clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                                 const clf_tensor *v, clf_tensor *out,
+                                 const clf_attention_desc *desc);
+
 #ifdef __cplusplus
 }
 #endif

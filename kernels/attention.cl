@@ -1,0 +1,140 @@
+/*
+ * attention.cl — scaled dot-product attention for many heads in one launch, flash style: one
+ * pass over the keys in tiles of BK with an online softmax (running max m, running sum l), the
+ * output rescaled once at the end; no Nq x Nk matrix anywhere, so memory stays O(N * DH).
+ *
+ * Layout: the seeds' rearrange('b n (h d) -> b h n d') folded into indexing. Row r of batch b of
+ * Q starts at q + b * q_bstride + r * q_rstride; head h's block is DH floats from column
+ * q_col + h * DH (likewise K, V). Out is (B, Nq, o_rstride) with head h at column h * DH. So Q,
+ * K and V can be three slices of one fused QKV projection (B, N, 3 H DH), and K/V a KV cache
+ * longer than the nk keys in use.
+ *
+ * Masks: query i of batch b sees keys 0 .. lim - 1 with lim = nk, then min(lim, lens[b]) (per
+ * batch) or min(lim, lens[b * nq + i]) (per query), and with causal min(lim, i + offset + 1). A
+ * query that sees no key gets zeros. Masked keys are skipped, never scored; the running max starts
+ * at -FLT_MAX (a finite sentinel: -INFINITY is undefined under fast-math).
+ *
+ * Each work-item owns one query: its scaled q and its accumulator live in private memory as DH/VW
+ * vectors; K and V rows are read straight from global memory (on CPUs a local copy only adds
+ * work; on GPUs the BQ work-items of a group read the same rows at the same time).
+ * Split-K (flash-decoding): with splits > 1 the keys are cut into chunks of split_keys, one per
+ * get_global_id(2); each writes its partial (m, l, acc) and attention_combine merges them.
+ *
+ * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (queries per
+ * work-group), BK (keys per tile).
+ */
+#ifndef VW
+#define VW 16 /* floats per vector load; the host picks one that divides DH */
+#endif
+#ifndef DH
+#define DH 64 /* head dimension (set per call) */
+#endif
+#ifndef BQ
+#define BQ 8 /* queries (work-items) per work-group */
+#endif
+#ifndef BK
+#define BK 32 /* keys per tile: scores of a tile are kept in private memory */
+#endif
+
+#define NV (DH / VW)
+
+/* Visible keys of query i of batch b. */
+inline int attention_limit(int nk, int i, int b, int nq, const __global int *lens, int lens_mode,
+                           int causal, long causal_offset) {
+    long lim = nk;
+    if (lens_mode == 1) lim = min(lim, (long)lens[b]);
+    if (lens_mode == 2) lim = min(lim, (long)lens[b * nq + i]);
+    if (causal) lim = min(lim, (long)i + causal_offset + 1);
+    return (int)max(lim, 0L);
+}
+
+__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
+attention_tiled(const __global float *q,   /* (B, *, q_rstride) */
+                const __global float *k,   /* (B, >= nk, k_rstride) */
+                const __global float *v,   /* (B, >= nk, v_rstride) */
+                __global float *out,       /* (B, nq, o_rstride) */
+                __global float *part,      /* (B * H * nq, splits, DH + 2) when splits > 1 */
+                const int nq, const int nk, const int heads, const long q_bstride,
+                const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
+                const int k_col, const long v_bstride, const int v_rstride, const int v_col,
+                const int o_rstride, const float scale,
+                const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
+                const int lens_mode, const int causal, const long causal_offset,
+                const int splits, const int split_keys) {
+    const int i = get_global_id(0);
+    if (i >= nq) return; /* no barriers below */
+    const int bh = get_global_id(1);
+    const int sp = get_global_id(2);
+    const int b = bh / heads, h = bh - b * heads;
+    const int lim = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
+    const int j_begin = sp * split_keys;
+    const int j_end = splits > 1 ? min(lim, j_begin + split_keys) : lim;
+
+    const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
+    const __global float *kb = k + b * k_bstride + k_col + h * DH;
+    const __global float *vb = v + b * v_bstride + v_col + h * DH;
+    floatV qv[NV], acc[NV];
+    for (int d = 0; d < NV; d++) {
+        qv[d] = VLOAD(d, qr) * scale; /* scores = (q * scale) . k */
+        acc[d] = (floatV)(0.0f);
+    }
+    float m = CLF_NEG_BIG, l = 0.0f;
+    float s[BK];
+    for (int j0 = j_begin; j0 < j_end; j0 += BK) {
+        const int jn = min(BK, j_end - j0);
+        float mt = m;
+        for (int jj = 0; jj < jn; jj++) {
+            const __global float *kr = kb + (long)(j0 + jj) * k_rstride;
+            floatV dot = qv[0] * VLOAD(0, kr);
+            for (int d = 1; d < NV; d++) dot = fma(qv[d], VLOAD(d, kr), dot);
+            s[jj] = HSUM(dot);
+            mt = fmax(mt, s[jj]);
+        }
+        const float corr = exp(m - mt); /* rescale what was accumulated under the old max */
+        l *= corr;
+        for (int d = 0; d < NV; d++) acc[d] *= corr;
+        for (int jj = 0; jj < jn; jj++) {
+            const float p = exp(s[jj] - mt);
+            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+            l += p;
+            for (int d = 0; d < NV; d++) acc[d] = fma((floatV)(p), VLOAD(d, vr), acc[d]);
+        }
+        m = mt;
+    }
+    if (splits > 1) {
+        __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
+        pr[0] = m;
+        pr[1] = l;
+        for (int d = 0; d < NV; d++) VSTORE(acc[d], d, pr + 2);
+        return;
+    }
+    __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int d = 0; d < NV; d++) VSTORE(acc[d] * inv, d, orow);
+}
+
+/* Merges the splits' partial (m, l, acc) of each query into the output. */
+__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
+attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
+                  __global float *out,        /* (B, nq, o_rstride) */
+                  const int nq, const int heads, const int splits, const int o_rstride) {
+    const int i = get_global_id(0);
+    if (i >= nq) return;
+    const int bh = get_global_id(1);
+    const int b = bh / heads, h = bh - b * heads;
+    const __global float *pr = part + ((long)bh * nq + i) * splits * (DH + 2);
+    float m = CLF_NEG_BIG;
+    for (int s = 0; s < splits; s++) m = fmax(m, pr[s * (DH + 2)]);
+    float l = 0.0f;
+    floatV acc[NV];
+    for (int d = 0; d < NV; d++) acc[d] = (floatV)(0.0f);
+    for (int s = 0; s < splits; s++) {
+        const __global float *ps = pr + s * (DH + 2);
+        const float w = ps[1] > 0.0f ? exp(ps[0] - m) : 0.0f; /* an empty split adds nothing */
+        l += w * ps[1];
+        for (int d = 0; d < NV; d++) acc[d] = fma((floatV)(w), VLOAD(d, ps + 2), acc[d]);
+    }
+    __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int d = 0; d < NV; d++) VSTORE(acc[d] * inv, d, orow);
+}

@@ -1,0 +1,212 @@
+/*
+ * attention.c — host side of kernels/attention.cl (tiled, with split-key decoding) and the naive
+ * path (GEMM, masked softmax, GEMM) that is both the baseline and the way to get the weights.
+ */
+#include "../internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+clf_attention_desc clf_attention_default_desc(int64_t heads, int64_t head_dim) {
+    clf_attention_desc d;
+    memset(&d, 0, sizeof(d));
+    d.heads = heads;
+    d.head_dim = head_dim;
+    return d;
+}
+
+/* Shapes and masks, all checked before anything is queued. */
+typedef struct att_shape {
+    int64_t batch, nq, nk, heads, dh, wq, wk, wv, kmax;
+    float scale;
+    int lens_mode;
+    cl_mem lens;
+} att_shape;
+
+static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                        const clf_tensor *v, const clf_tensor *out, const clf_attention_desc *d,
+                        att_shape *s) {
+    clf_status st = clf__check_tensor(ctx, q, "q", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, k, "k", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, v, "v", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    if (!d) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: desc is NULL");
+    char a[96], b[96], c[96], e[96];
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3 || out->ndim != 3)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "attention: q %s, k %s, v %s and out %s must all be 3-D (B, N, width)",
+                         clf__shape_str(q, a, sizeof(a)), clf__shape_str(k, b, sizeof(b)),
+                         clf__shape_str(v, c, sizeof(c)), clf__shape_str(out, e, sizeof(e)));
+    if (d->heads < 1 || d->head_dim < 1 || d->head_dim > 256)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "attention: heads = %lld must be >= 1 and head_dim = %lld in 1..256",
+                         (long long)d->heads, (long long)d->head_dim);
+    s->batch = q->shape[0];
+    s->nq = q->shape[1];
+    s->kmax = k->shape[1];
+    s->nk = d->nk ? d->nk : s->kmax;
+    s->heads = d->heads;
+    s->dh = d->head_dim;
+    s->wq = q->shape[2];
+    s->wk = k->shape[2];
+    s->wv = v->shape[2];
+    const int64_t hd = s->heads * s->dh;
+    bool ok = k->shape[0] == s->batch && v->shape[0] == s->batch && out->shape[0] == s->batch &&
+              out->shape[1] == s->nq && out->shape[2] == hd && v->shape[1] >= s->nk &&
+              s->nk >= 1 && s->nk <= s->kmax && d->q_col >= 0 && d->k_col >= 0 &&
+              d->v_col >= 0 && d->q_col + hd <= s->wq && d->k_col + hd <= s->wk &&
+              d->v_col + hd <= s->wv;
+    if (!ok)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "attention: q %s (col %lld), k %s (col %lld), v %s (col %lld), out %s do "
+                         "not fit %lld heads of %lld with %lld keys",
+                         clf__shape_str(q, a, sizeof(a)), (long long)d->q_col,
+                         clf__shape_str(k, b, sizeof(b)), (long long)d->k_col,
+                         clf__shape_str(v, c, sizeof(c)), (long long)d->v_col,
+                         clf__shape_str(out, e, sizeof(e)), (long long)s->heads,
+                         (long long)s->dh, (long long)s->nk);
+    if (out == q || out == k || out == v)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: out must not be q, k or v");
+    const int64_t limits[] = {s->nq, s->kmax, s->wq, s->wk, s->wv, s->batch * s->heads};
+    for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+        if ((st = clf__check_int(ctx, limits[i], "attention size")) != CLF_SUCCESS) return st;
+    s->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)s->dh));
+    if (!isfinite(s->scale))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: scale is not finite");
+    s->lens_mode = 0;
+    s->lens = q->mem; /* a valid buffer the kernel never reads without lengths */
+    if (d->mask.causal && d->mask.causal_offset < 0)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "attention: causal_offset %lld is negative",
+                         (long long)d->mask.causal_offset);
+    const clf_tensor *vl = d->mask.valid_lens;
+    if (vl) {
+        if ((st = clf__check_tensor(ctx, vl, "valid_lens", CLF_I32)) != CLF_SUCCESS) return st;
+        if (!((vl->ndim == 1 && vl->shape[0] == s->batch) ||
+              (vl->ndim == 2 && vl->shape[0] == s->batch && vl->shape[1] == s->nq)))
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "attention: valid_lens %s must be (%lld) or (%lld, %lld)",
+                             clf__shape_str(vl, a, sizeof(a)), (long long)s->batch,
+                             (long long)s->batch, (long long)s->nq);
+        s->lens_mode = vl->ndim;
+        s->lens = vl->mem;
+    }
+    if (d->weights && !d->naive)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "attention: weights are only produced by the naive path (naive = 1)");
+    return CLF_SUCCESS;
+}
+
+static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                        const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                        const att_shape *s) {
+    /* The widest vector (<= MAXVW) that divides Dh: rows then never need a partial vector. */
+    int64_t vw = clf__tun(ctx, "attention.MAXVW");
+    while (s->dh % vw) vw /= 2;
+    char extra[64];
+    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld", (long long)s->dh, (long long)vw);
+    const size_t bq = (size_t)clf__tun(ctx, "attention.BQ");
+    const int64_t split_keys = clf__tun(ctx, "attention.SPLIT_KEYS");
+    int64_t splits = 1;
+    if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)
+        splits = (s->nk + split_keys - 1) / split_keys;
+    cl_kernel kt, kc = NULL;
+    clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION, extra, &kt);
+    if (st == CLF_SUCCESS && splits > 1) st = clf__kernel_ex(ctx, CLF_K_ATTENTION_COMBINE, extra, &kc);
+    if (st != CLF_SUCCESS) return st;
+    cl_mem part = out->mem;
+    const size_t rows = (size_t)(s->batch * s->heads * s->nq);
+    if (splits > 1) {
+        size_t bytes;
+        if (!clf__mul_size(rows * (size_t)splits, (size_t)(s->dh + 2) * sizeof(float), &bytes))
+            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "attention: split buffer overflows");
+        if ((st = clf__scratch(ctx, bytes, &part)) != CLF_SUCCESS) return st;
+    }
+    cl_int nq = (cl_int)s->nq, nk = (cl_int)s->nk, heads = (cl_int)s->heads;
+    cl_long qb = s->nq * s->wq, kb = s->kmax * s->wk, vb = s->kmax * s->wv;
+    cl_int qr = (cl_int)s->wq, kr = (cl_int)s->wk, vr = (cl_int)s->wv;
+    cl_int qc = (cl_int)d->q_col, kc_ = (cl_int)d->k_col, vc = (cl_int)d->v_col;
+    cl_int orow = (cl_int)(s->heads * s->dh), mode = s->lens_mode, causal = d->mask.causal ? 1 : 0;
+    cl_long coff = d->mask.causal_offset;
+    cl_int c_splits = (cl_int)splits, c_split_keys = (cl_int)split_keys;
+    float scale = s->scale;
+    st = clf__set_args(ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem),
+                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int),
+                       &nq, sizeof(cl_int), &nk, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
+                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &kb,
+                       sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
+                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
+                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
+                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, sizeof(cl_int), &c_splits,
+                       sizeof(cl_int), &c_split_keys, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global[3] = {clf__round_up((size_t)s->nq, bq), (size_t)(s->batch * s->heads),
+                        (size_t)splits};
+    size_t local[3] = {bq, 1, 1};
+    if ((st = clf__launch(ctx, CLF_K_ATTENTION, kt, 3, global, local)) != CLF_SUCCESS) return st;
+    if (splits == 1) return CLF_SUCCESS;
+    st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
+                       &nq, sizeof(cl_int), &heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
+                       &orow, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 2, global, local);
+}
+
+static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                        const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                        const att_shape *s) {
+    const int64_t scores_shape[4] = {s->batch, s->heads, s->nq, s->nk};
+    clf_tensor *w = d->weights, *tmp = NULL;
+    clf_status st;
+    if (w) {
+        if ((st = clf__check_tensor(ctx, w, "weights", CLF_F32)) != CLF_SUCCESS) return st;
+        bool ok = w->ndim == 4;
+        for (int i = 0; ok && i < 4; i++) ok = w->shape[i] == scores_shape[i];
+        if (!ok) {
+            char a[96];
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "attention: weights %s must be (%lld, %lld, %lld, %lld)",
+                             clf__shape_str(w, a, sizeof(a)), (long long)s->batch,
+                             (long long)s->heads, (long long)s->nq, (long long)s->nk);
+        }
+    } else {
+        double bytes = (double)s->batch * (double)s->heads * (double)s->nq * (double)s->nk * 4.0;
+        if (bytes > (double)ctx->info.max_alloc_bytes)
+            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                             "naive attention needs a %lld x %lld x %lld x %lld score matrix "
+                             "(%.0f MiB), over the device's max allocation of %.0f MiB: use the "
+                             "tiled path",
+                             (long long)s->batch, (long long)s->heads, (long long)s->nq,
+                             (long long)s->nk, bytes / 1048576.0,
+                             (double)ctx->info.max_alloc_bytes / 1048576.0);
+        if ((st = clf_tensor_create(ctx, CLF_F32, 4, scores_shape, &tmp)) != CLF_SUCCESS) return st;
+        w = tmp;
+    }
+    const int64_t hd = s->heads * s->dh, per_b = s->heads * s->nq * s->nk;
+    /* Scores: per batch, H products (q_h * scale) k_h^T of (Nq, Dh) x (Dh, Nk). */
+    for (int64_t b = 0; b < s->batch && st == CLF_SUCCESS; b++)
+        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, s->nq, s->nk, s->dh, s->scale,
+                                      q, b * s->nq * s->wq + d->q_col, s->wq, s->dh, k,
+                                      b * s->kmax * s->wk + d->k_col, s->wk, s->dh, 0.0f, w,
+                                      b * per_b, s->nk, s->nq * s->nk, s->heads);
+    if (st == CLF_SUCCESS) st = clf_softmax(ctx, w, w, &d->mask);
+    /* Out: per batch, H products P_h v_h of (Nq, Nk) x (Nk, Dh) into columns h * Dh. */
+    for (int64_t b = 0; b < s->batch && st == CLF_SUCCESS; b++)
+        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, s->nq, s->dh, s->nk, 1.0f, w,
+                                      b * per_b, s->nk, s->nq * s->nk, v,
+                                      b * s->kmax * s->wv + d->v_col, s->wv, s->dh, 0.0f, out,
+                                      b * s->nq * hd, hd, s->dh, s->heads);
+    clf_tensor_free(tmp); /* released after the queued GEMM that reads it has run */
+    return st;
+}
+
+clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                         const clf_tensor *v, clf_tensor *out, const clf_attention_desc *desc) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    att_shape s;
+    clf_status st = check(ctx, q, k, v, out, desc, &s);
+    if (st != CLF_SUCCESS) return st;
+    return desc->naive ? naive(ctx, q, k, v, out, desc, &s) : tiled(ctx, q, k, v, out, desc, &s);
+}

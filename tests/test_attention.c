@@ -1,0 +1,341 @@
+/*
+ * test_attention.c — tiled and naive attention against a double-precision reference.
+ *
+ * Error bound for output row (b, i, head h): |err| <= 2^-24 * max|v| * (4 * Dh * S + 2 * Nk + 16)
+ * + 1e-7, where S = max_j scale * sum_d |q_d k_jd| bounds the scores' magnitudes: a float dot
+ * product of Dh terms errs by at most Dh * 2^-24 * S, which perturbs each weight exp(s - m) by that
+ * much relatively (twice: s and m); the weighted sum of Nk rows of V and the normalization add
+ * about 2 Nk ulps of max|v|.
+ */
+#include "harness.h"
+#include "ref/ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct acase {
+    int64_t b, h, nq, nk, dh;
+    int64_t kmax;         /* rows of k and v (>= nk) */
+    int fused;            /* q, k, v are one (B, N, 3 H Dh) tensor (needs nq == nk == kmax) */
+    int lens_mode;        /* 0, 1 (B), 2 (B, Nq) */
+    int causal;
+    int64_t offset;
+    double qk_scale;      /* magnitude of q and k entries */
+} acase;
+
+static float *random_floats(int64_t n, double mag) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = (float)rng_uniform(-mag, mag);
+    return x;
+}
+
+/* Reference: out (B, Nq, H Dh) in double, and the per-row tolerance. */
+static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qcol, const float *k,
+                          int64_t wk, int64_t kcol, const float *v, int64_t wv, int64_t vcol,
+                          double scale, const int64_t *lim, double *out, double *tol) {
+    const int64_t hd = c->h * c->dh;
+    double *s = malloc(sizeof(double) * (size_t)c->nk);
+    double vmax = 0;
+    for (int64_t b = 0; b < c->b; b++)
+        for (int64_t j = 0; j < c->nk; j++)
+            for (int64_t d = 0; d < hd; d++)
+                vmax = fmax(vmax, fabs((double)v[(b * c->kmax + j) * wv + vcol + d]));
+    for (int64_t b = 0; b < c->b; b++)
+        for (int64_t h = 0; h < c->h; h++)
+            for (int64_t i = 0; i < c->nq; i++) {
+                const float *qr = q + (b * c->nq + i) * wq + qcol + h * c->dh;
+                const int64_t l = lim[b * c->nq + i];
+                double m = -INFINITY, sum = 0, smag = 0;
+                for (int64_t j = 0; j < l; j++) {
+                    const float *kr = k + (b * c->kmax + j) * wk + kcol + h * c->dh;
+                    double dot = 0, mag = 0;
+                    for (int64_t d = 0; d < c->dh; d++) {
+                        dot += (double)qr[d] * (double)kr[d];
+                        mag += fabs((double)qr[d] * (double)kr[d]);
+                    }
+                    s[j] = dot * scale;
+                    smag = fmax(smag, mag * fabs(scale));
+                    m = fmax(m, s[j]);
+                }
+                for (int64_t j = 0; j < l; j++) sum += exp(s[j] - m);
+                double *o = out + (b * c->nq + i) * hd + h * c->dh;
+                for (int64_t d = 0; d < c->dh; d++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < l; j++)
+                        acc += exp(s[j] - m) / sum * (double)v[(b * c->kmax + j) * wv + vcol + h * c->dh + d];
+                    o[d] = l > 0 ? acc : 0.0;
+                }
+                tol[(b * c->nq + i) * c->h + h] =
+                    5.9604644775390625e-8 * vmax * (4.0 * (double)c->dh * smag + 2.0 * (double)c->nk + 16.0) + 1e-7;
+            }
+    free(s);
+}
+
+static void run_case(const acase *c, int naive) {
+    const int64_t hd = c->h * c->dh;
+    int64_t wq, wk, wv, qcol, kcol, vcol;
+    float *q, *k, *v;
+    if (c->fused) {
+        wq = wk = wv = 3 * hd;
+        qcol = 0;
+        kcol = hd;
+        vcol = 2 * hd;
+        q = k = v = random_floats(c->b * c->kmax * 3 * hd, c->qk_scale);
+        for (int64_t i = 0; i < c->b * c->kmax; i++) /* keep v in [-1, 1] */
+            for (int64_t d = 0; d < hd; d++) v[i * 3 * hd + 2 * hd + d] = (float)rng_uniform(-1, 1);
+    } else {
+        wq = hd + 3; /* rows wider than the heads: columns offset inside */
+        wk = hd + 1;
+        wv = hd + 2;
+        qcol = 2;
+        kcol = 1;
+        vcol = 0;
+        q = random_floats(c->b * c->nq * wq, c->qk_scale);
+        k = random_floats(c->b * c->kmax * wk, c->qk_scale);
+        v = random_floats(c->b * c->kmax * wv, 1.0);
+    }
+    int32_t *lens = NULL;
+    if (c->lens_mode) {
+        int64_t n = c->lens_mode == 1 ? c->b : c->b * c->nq;
+        lens = malloc(sizeof(int32_t) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) lens[i] = (int32_t)rng_int(0, c->nk + 2);
+        if (n > 1) lens[1] = 0; /* one batch or query sees nothing */
+    }
+    int64_t *lim = malloc(sizeof(int64_t) * (size_t)(c->b * c->nq));
+    ref_mask_limits(c->b * c->nq, c->nk, c->b, c->nq, lens, c->lens_mode, c->causal, c->offset, lim);
+    const double scale = 1.0 / sqrt((double)c->dh);
+    double *want = malloc(sizeof(double) * (size_t)(c->b * c->nq * hd));
+    double *tol = malloc(sizeof(double) * (size_t)(c->b * c->nq * c->h));
+    ref_attention(c, q, wq, qcol, k, wk, kcol, v, wv, vcol, scale, lim, want, tol);
+
+    clf_tensor *tq, *tk, *tv, *tl = NULL;
+    if (c->fused) {
+        int64_t s[3] = {c->b, c->kmax, 3 * hd};
+        tq = tk = tv = tensor_from(CLF_F32, 3, s, q);
+    } else {
+        int64_t sq[3] = {c->b, c->nq, wq}, sk[3] = {c->b, c->kmax, wk}, sv[3] = {c->b, c->kmax, wv};
+        tq = tensor_from(CLF_F32, 3, sq, q);
+        tk = tensor_from(CLF_F32, 3, sk, k);
+        tv = tensor_from(CLF_F32, 3, sv, v);
+    }
+    if (lens) {
+        int64_t ls[2] = {c->b, c->nq};
+        tl = tensor_from(CLF_I32, c->lens_mode, ls, lens);
+    }
+    int64_t so[3] = {c->b, c->nq, hd};
+    clf_tensor *out = tensor_poisoned(CLF_F32, 3, so);
+    clf_attention_desc d = clf_attention_default_desc(c->h, c->dh);
+    d.q_col = qcol;
+    d.k_col = kcol;
+    d.v_col = vcol;
+    d.nk = c->nk;
+    d.mask.valid_lens = tl;
+    d.mask.causal = c->causal;
+    d.mask.causal_offset = c->offset;
+    d.naive = naive;
+    CLF_OK(clf_attention(g_ctx, tq, tk, tv, out, &d));
+    float *got = tensor_to_host(out);
+    for (int64_t r = 0; r < c->b * c->nq; r++)
+        for (int64_t x = 0; x < hd; x++) {
+            const double w = want[r * hd + x], t = tol[r * c->h + x / c->dh];
+            const double g = got[r * hd + x];
+            if (!(fabs(g - w) <= t))
+                fail_msg("%s B%lld H%lld Nq%lld Nk%lld Dh%lld lens%d causal%d off%lld fused%d: "
+                         "row %lld col %lld got %.9g want %.9g (tol %.3g)",
+                         naive ? "naive" : "tiled", (long long)c->b, (long long)c->h,
+                         (long long)c->nq, (long long)c->nk, (long long)c->dh, c->lens_mode,
+                         c->causal, (long long)c->offset, c->fused, (long long)r, (long long)x, g,
+                         w, t);
+        }
+    free(got);
+    clf_tensor_free(out);
+    clf_tensor_free(tl);
+    if (!c->fused) {
+        clf_tensor_free(tk);
+        clf_tensor_free(tv);
+        free(k);
+        free(v);
+    }
+    clf_tensor_free(tq);
+    free(q);
+    free(lens);
+    free(lim);
+    free(want);
+    free(tol);
+}
+
+static const acase k_cases[] = {
+    /* b, h, nq, nk, dh, kmax, fused, lens, causal, offset, qk */
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},      {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1},
+    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1}, {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1},
+    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1},  {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1},
+    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1},  {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1},
+    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1}, {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2},
+};
+
+static void run_all(int naive) {
+    for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i++) run_case(&k_cases[i], naive);
+}
+
+static void use_attention_style(int s) {
+    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, bk[3] = {32, 7, 1};
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.BK", bk[s]));
+}
+
+static void test_tiled(void **state) {
+    (void)state;
+    rng_seed(61);
+    for (int s = 0; s < 3; s++) {
+        use_attention_style(s);
+        run_all(0);
+    }
+    use_attention_style(0);
+}
+
+static void test_naive(void **state) {
+    (void)state;
+    rng_seed(62);
+    run_all(1);
+}
+
+/* Few queries, many keys: the split-key path with several splits (some empty under masks). */
+static void test_split_decode(void **state) {
+    (void)state;
+    rng_seed(63);
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 16));
+    const acase cases[] = {
+        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1},
+        {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1},
+        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) run_case(&cases[i], 0);
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
+}
+
+/* Scores of +-1e4 after scaling: no NaN, no Inf, still within the stated bound. */
+static void test_extreme_logits(void **state) {
+    (void)state;
+    rng_seed(64);
+    const acase cases[] = {
+        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
+        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_case(&cases[i], 0);
+        run_case(&cases[i], 1);
+    }
+}
+
+static void test_naive_weights(void **state) {
+    (void)state;
+    rng_seed(65);
+    const int64_t B = 2, H = 2, N = 9, Dh = 16, hd = H * Dh;
+    int64_t s[3] = {B, N, hd}, ws[4] = {B, H, N, N};
+    float *q = random_floats(B * N * hd, 1), *k = random_floats(B * N * hd, 1),
+          *v = random_floats(B * N * hd, 1);
+    clf_tensor *tq = tensor_from(CLF_F32, 3, s, q), *tk = tensor_from(CLF_F32, 3, s, k),
+               *tv = tensor_from(CLF_F32, 3, s, v), *out = tensor_poisoned(CLF_F32, 3, s),
+               *w = tensor_poisoned(CLF_F32, 4, ws);
+    clf_attention_desc d = clf_attention_default_desc(H, Dh);
+    d.mask.causal = 1;
+    d.naive = 1;
+    d.weights = w;
+    CLF_OK(clf_attention(g_ctx, tq, tk, tv, out, &d));
+    float *got = tensor_to_host(w);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < N; i++) {
+                double row[9], m = -INFINITY, sum = 0;
+                for (int64_t j = 0; j <= i; j++) {
+                    double dot = 0;
+                    for (int64_t x = 0; x < Dh; x++)
+                        dot += (double)q[(b * N + i) * hd + h * Dh + x] * k[(b * N + j) * hd + h * Dh + x];
+                    row[j] = dot / 4.0;
+                    m = fmax(m, row[j]);
+                }
+                for (int64_t j = 0; j <= i; j++) sum += exp(row[j] - m);
+                for (int64_t j = 0; j < N; j++) {
+                    double want = j <= i ? exp(row[j] - m) / sum : 0.0;
+                    float g = got[((b * H + h) * N + i) * N + j];
+                    if (!(fabs(g - want) <= 1e-6)) fail_msg("weight [%lld,%lld,%lld,%lld]: %g vs %g", (long long)b, (long long)h, (long long)i, (long long)j, (double)g, want);
+                }
+            }
+    free(got);
+    /* Weights with the tiled path are refused. */
+    d.naive = 0;
+    assert_int_equal(clf_attention(g_ctx, tq, tk, tv, out, &d), CLF_ERROR_INVALID_ARGUMENT);
+    free(q);
+    free(k);
+    free(v);
+    clf_tensor_free(tq);
+    clf_tensor_free(tk);
+    clf_tensor_free(tv);
+    clf_tensor_free(out);
+    clf_tensor_free(w);
+}
+
+static void test_bad_input(void **state) {
+    (void)state;
+    int64_t s[3] = {2, 5, 32}, sbad[3] = {2, 5, 31}, s1[3] = {3, 5, 32};
+    clf_tensor *q = tensor_poisoned(CLF_F32, 3, s), *out = tensor_poisoned(CLF_F32, 3, s);
+    clf_tensor *bad = tensor_poisoned(CLF_F32, 3, sbad), *b3 = tensor_poisoned(CLF_F32, 3, s1);
+    CLF_OK(clf_tensor_fill(q, 0.5));
+    clf_attention_desc d = clf_attention_default_desc(4, 8);
+    assert_int_equal(clf_attention(g_ctx, q, q, q, bad, &d), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_attention(g_ctx, q, b3, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_attention(g_ctx, q, q, q, q, &d), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    d.k_col = 1; /* 1 + 32 > 32 */
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "do not fit"));
+    d = clf_attention_default_desc(1, 300);
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
+    d = clf_attention_default_desc(4, 8);
+    d.nk = 6;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
+    d.nk = 0;
+    int64_t ls[1] = {3};
+    clf_tensor *lens = tensor_poisoned(CLF_I32, 1, ls);
+    d.mask.valid_lens = lens;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
+    d.mask.valid_lens = NULL;
+    d.mask.causal = 1;
+    d.mask.causal_offset = -2;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
+    float *h = tensor_to_host(out);
+    for (int i = 0; i < 2 * 5 * 32; i++) assert_true(isnan(h[i]));
+    free(h);
+    /* The naive path refuses a score matrix over the device's max allocation; tiled runs. */
+    clf_device_info info;
+    CLF_OK(clf_context_device_info(g_ctx, &info));
+    int64_t n = 1;
+    while ((double)n * (double)n * 4.0 <= (double)info.max_alloc_bytes) n *= 2;
+    int64_t sq[3] = {1, n, 1};
+    clf_tensor *big = NULL, *bout = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 3, sq, &big));
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 3, sq, &bout));
+    d = clf_attention_default_desc(1, 1);
+    d.naive = 1;
+    assert_int_equal(clf_attention(g_ctx, big, big, big, bout, &d), CLF_ERROR_SIZE_LIMIT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "use the tiled path"));
+    clf_tensor_free(big);
+    clf_tensor_free(bout);
+    clf_tensor_free(lens);
+    clf_tensor_free(q);
+    clf_tensor_free(out);
+    clf_tensor_free(bad);
+    clf_tensor_free(b3);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiled),          cmocka_unit_test(test_naive),
+        cmocka_unit_test(test_split_decode),   cmocka_unit_test(test_extreme_logits),
+        cmocka_unit_test(test_naive_weights),  cmocka_unit_test(test_bad_input),
+    };
+    return HARNESS_RUN("attention", tests);
+}
