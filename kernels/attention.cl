@@ -20,8 +20,12 @@
  * Split-K (flash-decoding): with splits > 1 the keys are cut into chunks of split_keys, one per
  * get_global_id(2); each writes its partial (m, l, acc) and attention_combine merges them.
  *
- * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (queries per
- * work-group), BK (keys per tile).
+ * attention_tiled_t below does the same on keys transposed once per call (the default outside
+ * the split path); attention_tiled remains for split-key decoding, where transposing would add
+ * a pass over K.
+ *
+ * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (work-items
+ * per work-group), BK (keys per tile), QB (queries per work-item, attention_tiled_t).
  */
 #ifndef VW
 #define VW 16 /* floats per vector load; the host picks one that divides DH */
@@ -34,6 +38,9 @@
 #endif
 #ifndef BK
 #define BK 32 /* keys per tile: scores of a tile are kept in private memory */
+#endif
+#ifndef QB
+#define QB 4 /* queries per work-item in attention_tiled_t (register blocking) */
 #endif
 
 #define NV (DH / VW)
@@ -49,18 +56,18 @@ inline int attention_limit(int nk, int i, int b, int nq, const __global int *len
 }
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
-attention_tiled(const __global float *q,   /* (B, *, q_rstride) */
-                const __global float *k,   /* (B, >= nk, k_rstride) */
-                const __global float *v,   /* (B, >= nk, v_rstride) */
-                __global float *out,       /* (B, nq, o_rstride) */
-                __global float *part,      /* (B * H * nq, splits, DH + 2) when splits > 1 */
+attention_tiled(const __global float *q, /* (B, *, q_rstride) */
+                const __global float *k, /* (B, >= nk, k_rstride) */
+                const __global float *v, /* (B, >= nk, v_rstride) */
+                __global float *out,     /* (B, nq, o_rstride) */
+                __global float *part,    /* (B * H * nq, splits, DH + 2) when splits > 1 */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
                 const int k_col, const long v_bstride, const int v_rstride, const int v_col,
                 const int o_rstride, const float scale,
                 const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
-                const int lens_mode, const int causal, const long causal_offset,
-                const int splits, const int split_keys) {
+                const int lens_mode, const int causal, const long causal_offset, const int splits,
+                const int split_keys) {
     const int i = get_global_id(0);
     if (i >= nq) return; /* no barriers below */
     const int bh = get_global_id(1);
@@ -86,18 +93,21 @@ attention_tiled(const __global float *q,   /* (B, *, q_rstride) */
         for (int jj = 0; jj < jn; jj++) {
             const __global float *kr = kb + (long)(j0 + jj) * k_rstride;
             floatV dot = qv[0] * VLOAD(0, kr);
-            for (int d = 1; d < NV; d++) dot = fma(qv[d], VLOAD(d, kr), dot);
+            for (int d = 1; d < NV; d++)
+                dot = fma(qv[d], VLOAD(d, kr), dot);
             s[jj] = HSUM(dot);
             mt = fmax(mt, s[jj]);
         }
         const float corr = exp(m - mt); /* rescale what was accumulated under the old max */
         l *= corr;
-        for (int d = 0; d < NV; d++) acc[d] *= corr;
+        for (int d = 0; d < NV; d++)
+            acc[d] *= corr;
         for (int jj = 0; jj < jn; jj++) {
             const float p = exp(s[jj] - mt);
             const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
             l += p;
-            for (int d = 0; d < NV; d++) acc[d] = fma((floatV)(p), VLOAD(d, vr), acc[d]);
+            for (int d = 0; d < NV; d++)
+                acc[d] = fma((floatV)(p), VLOAD(d, vr), acc[d]);
         }
         m = mt;
     }
@@ -105,12 +115,14 @@ attention_tiled(const __global float *q,   /* (B, *, q_rstride) */
         __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
         pr[0] = m;
         pr[1] = l;
-        for (int d = 0; d < NV; d++) VSTORE(acc[d], d, pr + 2);
+        for (int d = 0; d < NV; d++)
+            VSTORE(acc[d], d, pr + 2);
         return;
     }
     __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < NV; d++) VSTORE(acc[d] * inv, d, orow);
+    for (int d = 0; d < NV; d++)
+        VSTORE(acc[d] * inv, d, orow);
 }
 
 /* Merges the splits' partial (m, l, acc) of each query into the output. */
@@ -124,17 +136,117 @@ attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
     const int b = bh / heads, h = bh - b * heads;
     const __global float *pr = part + ((long)bh * nq + i) * splits * (DH + 2);
     float m = CLF_NEG_BIG;
-    for (int s = 0; s < splits; s++) m = fmax(m, pr[s * (DH + 2)]);
+    for (int s = 0; s < splits; s++)
+        m = fmax(m, pr[s * (DH + 2)]);
     float l = 0.0f;
     floatV acc[NV];
-    for (int d = 0; d < NV; d++) acc[d] = (floatV)(0.0f);
+    for (int d = 0; d < NV; d++)
+        acc[d] = (floatV)(0.0f);
     for (int s = 0; s < splits; s++) {
         const __global float *ps = pr + s * (DH + 2);
         const float w = ps[1] > 0.0f ? exp(ps[0] - m) : 0.0f; /* an empty split adds nothing */
         l += w * ps[1];
-        for (int d = 0; d < NV; d++) acc[d] = fma((floatV)(w), VLOAD(d, ps + 2), acc[d]);
+        for (int d = 0; d < NV; d++)
+            acc[d] = fma((floatV)(w), VLOAD(d, ps + 2), acc[d]);
     }
     __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < NV; d++) VSTORE(acc[d] * inv, d, orow);
+    for (int d = 0; d < NV; d++)
+        VSTORE(acc[d] * inv, d, orow);
+}
+
+/* K of each (batch, head) transposed to (DH, nkp) rows of keys, zero past nk: the layout in
+ * which attention_tiled_t scores VW keys per vector with no horizontal sums. */
+__kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rstride) */
+                                    __global float *kt,      /* (B * H, DH, nkp) */
+                                    const int nk, const int nkp, const int heads,
+                                    const long k_bstride, const int k_rstride, const int k_col) {
+    const int j = get_global_id(0);
+    if (j >= nkp) return;
+    const int row = get_global_id(1); /* bh * DH + d */
+    const int bh = row / DH, d = row - bh * DH;
+    const int b = bh / heads, h = bh - b * heads;
+    kt[(long)row * nkp + j] =
+        j < nk ? k[b * k_bstride + (long)j * k_rstride + k_col + h * DH + d] : 0.0f;
+}
+
+/* The same attention as attention_tiled, on transposed keys, QB queries per work-item: VW keys
+ * are scored per vector (DH multiply-adds with q[d] broadcast, each key vector loaded once for QB
+ * queries), their softmax weights come from one vector exp, and each V row is loaded once and
+ * accumulated into QB outputs. On PoCL this avoids a horizontal sum and a scalar exp per key. */
+__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
+attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
+                  const __global float *kt, /* (B * H, DH, nkp) from attention_transpose_k */
+                  const __global float *v,  /* (B, >= nk, v_rstride) */
+                  __global float *out,      /* (B, nq, o_rstride) */
+                  const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
+                  const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,
+                  const int v_col, const int o_rstride, const float scale, const __global int *lens,
+                  const int lens_mode, const int causal, const long causal_offset) {
+    const int i0 = get_global_id(0) * QB;
+    if (i0 >= nq) return;
+    const int bh = get_global_id(1);
+    const int b = bh / heads, h = bh - b * heads;
+    const __global float *ktb = kt + (long)bh * DH * nkp;
+    const __global float *vb = v + b * v_bstride + v_col + h * DH;
+    int lim[QB];
+    int lim_max = 0;
+    float qs[QB][DH];
+    floatV acc[QB][NV];
+    float m[QB], l[QB];
+    for (int u = 0; u < QB; u++) {
+        const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
+        lim[u] = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
+        lim_max = max(lim_max, lim[u]);
+        const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
+        for (int d = 0; d < DH; d++)
+            qs[u][d] = qr[d] * scale;
+        for (int d = 0; d < NV; d++)
+            acc[u][d] = (floatV)(0.0f);
+        m[u] = CLF_NEG_BIG;
+        l[u] = 0.0f;
+    }
+    float pa[QB][VW];
+    for (int j0 = 0; j0 < lim_max; j0 += VW) {
+        floatV s[QB];
+        for (int u = 0; u < QB; u++)
+            s[u] = (floatV)(0.0f);
+        for (int d = 0; d < DH; d++) {
+            const floatV kv = VLOAD(0, ktb + (long)d * nkp + j0);
+            for (int u = 0; u < QB; u++)
+                s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
+        }
+        for (int u = 0; u < QB; u++) {
+            const intV visible = (IOTA + j0) < lim[u];
+            const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
+            const float mt = fmax(m[u], HMAX(su));
+            const float corr = exp(m[u] - mt);
+            /* Masked lanes weigh 0, also when no lane is visible (then mt is the sentinel). */
+            const floatV p = select((floatV)(0.0f), exp(su - mt), visible);
+            l[u] = l[u] * corr + HSUM(p);
+            for (int d = 0; d < NV; d++)
+                acc[u][d] *= corr;
+#if VW == 1
+            pa[u][0] = p;
+#else
+            VSTORE(p, 0, pa[u]);
+#endif
+            m[u] = mt;
+        }
+        const int jn = min(VW, lim_max - j0);
+        for (int jj = 0; jj < jn; jj++) {
+            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+            for (int d = 0; d < NV; d++) {
+                const floatV vv = VLOAD(d, vr);
+                for (int u = 0; u < QB; u++)
+                    acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
+            }
+        }
+    }
+    for (int u = 0; u < QB && i0 + u < nq; u++) {
+        __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;
+        const float inv = l[u] > 0.0f ? 1.0f / l[u] : 0.0f;
+        for (int d = 0; d < NV; d++)
+            VSTORE(acc[u][d] * inv, d, orow);
+    }
 }

@@ -33,6 +33,8 @@ typedef enum {
     CLF_K_ADD,
     CLF_K_ATTENTION,
     CLF_K_ATTENTION_COMBINE,
+    CLF_K_ATTENTION_T,
+    CLF_K_ATTENTION_TRANSPOSE,
     CLF_K_COUNT
 } clf_kernel_id;
 

@@ -10,10 +10,8 @@
 #include <string.h>
 
 const char *const clf__prog_names[CLF_PROG_COUNT] = {
-    [CLF_PROG_SOFTMAX] = "softmax",
-    [CLF_PROG_LAYERNORM] = "layernorm",
-    [CLF_PROG_POSENC] = "posenc",
-    [CLF_PROG_ELEMENTWISE] = "elementwise",
+    [CLF_PROG_SOFTMAX] = "softmax",     [CLF_PROG_LAYERNORM] = "layernorm",
+    [CLF_PROG_POSENC] = "posenc",       [CLF_PROG_ELEMENTWISE] = "elementwise",
     [CLF_PROG_ATTENTION] = "attention",
 };
 
@@ -25,6 +23,8 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled"},
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine"},
+    [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t"},
+    [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k"},
 };
 
 /* name, program, cpu, gpu, fallback, power of two, max, min */
@@ -59,6 +59,9 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"attention.BK", CLF_PROG_ATTENTION, 32, 32, 32, 0, 256, 1},
     {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0},
     {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1},
+    /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */
+    {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0},
+    {"attention.QB", CLF_PROG_ATTENTION, 4, 1, 1, 0, 16, 1},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

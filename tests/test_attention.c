@@ -17,17 +17,18 @@
 
 typedef struct acase {
     int64_t b, h, nq, nk, dh;
-    int64_t kmax;         /* rows of k and v (>= nk) */
-    int fused;            /* q, k, v are one (B, N, 3 H Dh) tensor (needs nq == nk == kmax) */
-    int lens_mode;        /* 0, 1 (B), 2 (B, Nq) */
+    int64_t kmax;  /* rows of k and v (>= nk) */
+    int fused;     /* q, k, v are one (B, N, 3 H Dh) tensor (needs nq == nk == kmax) */
+    int lens_mode; /* 0, 1 (B), 2 (B, Nq) */
     int causal;
     int64_t offset;
-    double qk_scale;      /* magnitude of q and k entries */
+    double qk_scale; /* magnitude of q and k entries */
 } acase;
 
 static float *random_floats(int64_t n, double mag) {
     float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) x[i] = (float)rng_uniform(-mag, mag);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)rng_uniform(-mag, mag);
     return x;
 }
 
@@ -59,16 +60,20 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
                     smag = fmax(smag, mag * fabs(scale));
                     m = fmax(m, s[j]);
                 }
-                for (int64_t j = 0; j < l; j++) sum += exp(s[j] - m);
+                for (int64_t j = 0; j < l; j++)
+                    sum += exp(s[j] - m);
                 double *o = out + (b * c->nq + i) * hd + h * c->dh;
                 for (int64_t d = 0; d < c->dh; d++) {
                     double acc = 0;
                     for (int64_t j = 0; j < l; j++)
-                        acc += exp(s[j] - m) / sum * (double)v[(b * c->kmax + j) * wv + vcol + h * c->dh + d];
+                        acc += exp(s[j] - m) / sum *
+                               (double)v[(b * c->kmax + j) * wv + vcol + h * c->dh + d];
                     o[d] = l > 0 ? acc : 0.0;
                 }
                 tol[(b * c->nq + i) * c->h + h] =
-                    5.9604644775390625e-8 * vmax * (4.0 * (double)c->dh * smag + 2.0 * (double)c->nk + 16.0) + 1e-7;
+                    5.9604644775390625e-8 * vmax *
+                        (4.0 * (double)c->dh * smag + 2.0 * (double)c->nk + 16.0) +
+                    1e-7;
             }
     free(s);
 }
@@ -84,7 +89,8 @@ static void run_case(const acase *c, int naive) {
         vcol = 2 * hd;
         q = k = v = random_floats(c->b * c->kmax * 3 * hd, c->qk_scale);
         for (int64_t i = 0; i < c->b * c->kmax; i++) /* keep v in [-1, 1] */
-            for (int64_t d = 0; d < hd; d++) v[i * 3 * hd + 2 * hd + d] = (float)rng_uniform(-1, 1);
+            for (int64_t d = 0; d < hd; d++)
+                v[i * 3 * hd + 2 * hd + d] = (float)rng_uniform(-1, 1);
     } else {
         wq = hd + 3; /* rows wider than the heads: columns offset inside */
         wk = hd + 1;
@@ -100,11 +106,13 @@ static void run_case(const acase *c, int naive) {
     if (c->lens_mode) {
         int64_t n = c->lens_mode == 1 ? c->b : c->b * c->nq;
         lens = malloc(sizeof(int32_t) * (size_t)n);
-        for (int64_t i = 0; i < n; i++) lens[i] = (int32_t)rng_int(0, c->nk + 2);
+        for (int64_t i = 0; i < n; i++)
+            lens[i] = (int32_t)rng_int(0, c->nk + 2);
         if (n > 1) lens[1] = 0; /* one batch or query sees nothing */
     }
     int64_t *lim = malloc(sizeof(int64_t) * (size_t)(c->b * c->nq));
-    ref_mask_limits(c->b * c->nq, c->nk, c->b, c->nq, lens, c->lens_mode, c->causal, c->offset, lim);
+    ref_mask_limits(c->b * c->nq, c->nk, c->b, c->nq, lens, c->lens_mode, c->causal, c->offset,
+                    lim);
     const double scale = 1.0 / sqrt((double)c->dh);
     double *want = malloc(sizeof(double) * (size_t)(c->b * c->nq * hd));
     double *tol = malloc(sizeof(double) * (size_t)(c->b * c->nq * c->h));
@@ -168,22 +176,28 @@ static void run_case(const acase *c, int naive) {
 
 static const acase k_cases[] = {
     /* b, h, nq, nk, dh, kmax, fused, lens, causal, offset, qk */
-    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},      {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1},
-    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1}, {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1},
-    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1},  {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1},
-    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1},  {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1},
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},       {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1},
+    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1},  {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1},
+    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1},   {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1},
+    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1},   {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1},
     {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1}, {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2},
 };
 
 static void run_all(int naive) {
-    for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i++) run_case(&k_cases[i], naive);
+    for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i++)
+        run_case(&k_cases[i], naive);
 }
 
+/* Styles: CPU defaults (transposed keys, 4 queries per work-item), GPU-like, and the
+ * row-wise kernel with odd tiles (the split path's kernel, here without splits). */
 static void use_attention_style(int s) {
-    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, bk[3] = {32, 7, 1};
+    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, bk[3] = {32, 7, 1}, qb[3] = {4, 1, 3},
+                  kt[3] = {1, 1, 0};
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BK", bk[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.QB", qb[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));
 }
 
 static void test_tiled(void **state) {
@@ -212,7 +226,8 @@ static void test_split_decode(void **state) {
         {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1},
         {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) run_case(&cases[i], 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i], 0);
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
 }
 
@@ -253,15 +268,19 @@ static void test_naive_weights(void **state) {
                 for (int64_t j = 0; j <= i; j++) {
                     double dot = 0;
                     for (int64_t x = 0; x < Dh; x++)
-                        dot += (double)q[(b * N + i) * hd + h * Dh + x] * k[(b * N + j) * hd + h * Dh + x];
+                        dot += (double)q[(b * N + i) * hd + h * Dh + x] *
+                               k[(b * N + j) * hd + h * Dh + x];
                     row[j] = dot / 4.0;
                     m = fmax(m, row[j]);
                 }
-                for (int64_t j = 0; j <= i; j++) sum += exp(row[j] - m);
+                for (int64_t j = 0; j <= i; j++)
+                    sum += exp(row[j] - m);
                 for (int64_t j = 0; j < N; j++) {
                     double want = j <= i ? exp(row[j] - m) / sum : 0.0;
                     float g = got[((b * H + h) * N + i) * N + j];
-                    if (!(fabs(g - want) <= 1e-6)) fail_msg("weight [%lld,%lld,%lld,%lld]: %g vs %g", (long long)b, (long long)h, (long long)i, (long long)j, (double)g, want);
+                    if (!(fabs(g - want) <= 1e-6))
+                        fail_msg("weight [%lld,%lld,%lld,%lld]: %g vs %g", (long long)b,
+                                 (long long)h, (long long)i, (long long)j, (double)g, want);
                 }
             }
     free(got);
@@ -307,13 +326,15 @@ static void test_bad_input(void **state) {
     d.mask.causal_offset = -2;
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
     float *h = tensor_to_host(out);
-    for (int i = 0; i < 2 * 5 * 32; i++) assert_true(isnan(h[i]));
+    for (int i = 0; i < 2 * 5 * 32; i++)
+        assert_true(isnan(h[i]));
     free(h);
     /* The naive path refuses a score matrix over the device's max allocation; tiled runs. */
     clf_device_info info;
     CLF_OK(clf_context_device_info(g_ctx, &info));
     int64_t n = 1;
-    while ((double)n * (double)n * 4.0 <= (double)info.max_alloc_bytes) n *= 2;
+    while ((double)n * (double)n * 4.0 <= (double)info.max_alloc_bytes)
+        n *= 2;
     int64_t sq[3] = {1, n, 1};
     clf_tensor *big = NULL, *bout = NULL;
     CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 3, sq, &big));
@@ -333,9 +354,9 @@ static void test_bad_input(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiled),          cmocka_unit_test(test_naive),
-        cmocka_unit_test(test_split_decode),   cmocka_unit_test(test_extreme_logits),
-        cmocka_unit_test(test_naive_weights),  cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_tiled),         cmocka_unit_test(test_naive),
+        cmocka_unit_test(test_split_decode),  cmocka_unit_test(test_extreme_logits),
+        cmocka_unit_test(test_naive_weights), cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("attention", tests);
 }

@@ -54,10 +54,9 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     s->wv = v->shape[2];
     const int64_t hd = s->heads * s->dh;
     bool ok = k->shape[0] == s->batch && v->shape[0] == s->batch && out->shape[0] == s->batch &&
-              out->shape[1] == s->nq && out->shape[2] == hd && v->shape[1] >= s->nk &&
-              s->nk >= 1 && s->nk <= s->kmax && d->q_col >= 0 && d->k_col >= 0 &&
-              d->v_col >= 0 && d->q_col + hd <= s->wq && d->k_col + hd <= s->wk &&
-              d->v_col + hd <= s->wv;
+              out->shape[1] == s->nq && out->shape[2] == hd && v->shape[1] >= s->nk && s->nk >= 1 &&
+              s->nk <= s->kmax && d->q_col >= 0 && d->k_col >= 0 && d->v_col >= 0 &&
+              d->q_col + hd <= s->wq && d->k_col + hd <= s->wk && d->v_col + hd <= s->wv;
     if (!ok)
         return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                          "attention: q %s (col %lld), k %s (col %lld), v %s (col %lld), out %s do "
@@ -65,8 +64,8 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                          clf__shape_str(q, a, sizeof(a)), (long long)d->q_col,
                          clf__shape_str(k, b, sizeof(b)), (long long)d->k_col,
                          clf__shape_str(v, c, sizeof(c)), (long long)d->v_col,
-                         clf__shape_str(out, e, sizeof(e)), (long long)s->heads,
-                         (long long)s->dh, (long long)s->nk);
+                         clf__shape_str(out, e, sizeof(e)), (long long)s->heads, (long long)s->dh,
+                         (long long)s->nk);
     if (out == q || out == k || out == v)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: out must not be q, k or v");
     const int64_t limits[] = {s->nq, s->kmax, s->wq, s->wk, s->wv, s->batch * s->heads};
@@ -99,12 +98,62 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     return CLF_SUCCESS;
 }
 
+/* Transposes K of each (batch, head) into scratch, then runs attention_tiled_t. */
+static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
+                          const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                          const att_shape *s, const char *extra) {
+    int64_t vw = clf__tun(ctx, "attention.MAXVW");
+    while (s->dh % vw)
+        vw /= 2;
+    const int64_t nkp = (s->nk + vw - 1) / vw * vw;
+    size_t bytes;
+    if (!clf__mul_size((size_t)(s->batch * s->heads * s->dh), (size_t)nkp * sizeof(float), &bytes))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "attention: transposed keys overflow");
+    cl_kernel ktr, kat;
+    cl_mem kt;
+    clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION_TRANSPOSE, extra, &ktr);
+    if (st == CLF_SUCCESS) st = clf__kernel_ex(ctx, CLF_K_ATTENTION_T, extra, &kat);
+    if (st == CLF_SUCCESS) st = clf__scratch(ctx, bytes, &kt);
+    if (st != CLF_SUCCESS) return st;
+    cl_int nq = (cl_int)s->nq, nk = (cl_int)s->nk, c_nkp = (cl_int)nkp, heads = (cl_int)s->heads;
+    cl_long qb = s->nq * s->wq, kb = s->kmax * s->wk, vb = s->kmax * s->wv;
+    cl_int qr = (cl_int)s->wq, kr = (cl_int)s->wk, vr = (cl_int)s->wv;
+    cl_int qc = (cl_int)d->q_col, kc = (cl_int)d->k_col, vc = (cl_int)d->v_col;
+    cl_int orow = (cl_int)(s->heads * s->dh), mode = s->lens_mode, causal = d->mask.causal ? 1 : 0;
+    cl_long coff = d->mask.causal_offset;
+    float scale = s->scale;
+    st = clf__set_args(ctx, ktr, sizeof(cl_mem), &k->mem, sizeof(cl_mem), &kt, sizeof(cl_int), &nk,
+                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &kb,
+                       sizeof(cl_int), &kr, sizeof(cl_int), &kc, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    const size_t wg = 64;
+    size_t tg[2] = {clf__round_up((size_t)nkp, wg), (size_t)(s->batch * s->heads * s->dh)};
+    size_t tl[2] = {wg, 1};
+    if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
+        return st;
+    st = clf__set_args(ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem),
+                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
+                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
+                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &vb,
+                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
+                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
+                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    const size_t bq = (size_t)clf__tun(ctx, "attention.BQ");
+    const size_t per_item = (size_t)clf__tun(ctx, "attention.QB");
+    size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, bq),
+                        (size_t)(s->batch * s->heads)};
+    size_t local[2] = {bq, 1};
+    return clf__launch(ctx, CLF_K_ATTENTION_T, kat, 2, global, local);
+}
+
 static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                         const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
                         const att_shape *s) {
     /* The widest vector (<= MAXVW) that divides Dh: rows then never need a partial vector. */
     int64_t vw = clf__tun(ctx, "attention.MAXVW");
-    while (s->dh % vw) vw /= 2;
+    while (s->dh % vw)
+        vw /= 2;
     char extra[64];
     snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld", (long long)s->dh, (long long)vw);
     const size_t bq = (size_t)clf__tun(ctx, "attention.BQ");
@@ -112,9 +161,12 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     int64_t splits = 1;
     if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)
         splits = (s->nk + split_keys - 1) / split_keys;
+    if (splits == 1 && clf__tun(ctx, "attention.KT"))
+        return tiled_t(ctx, q, k, v, out, d, s, extra);
     cl_kernel kt, kc = NULL;
     clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION, extra, &kt);
-    if (st == CLF_SUCCESS && splits > 1) st = clf__kernel_ex(ctx, CLF_K_ATTENTION_COMBINE, extra, &kc);
+    if (st == CLF_SUCCESS && splits > 1)
+        st = clf__kernel_ex(ctx, CLF_K_ATTENTION_COMBINE, extra, &kc);
     if (st != CLF_SUCCESS) return st;
     cl_mem part = out->mem;
     const size_t rows = (size_t)(s->batch * s->heads * s->nq);
@@ -132,15 +184,14 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     cl_long coff = d->mask.causal_offset;
     cl_int c_splits = (cl_int)splits, c_split_keys = (cl_int)split_keys;
     float scale = s->scale;
-    st = clf__set_args(ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem),
-                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int),
-                       &nq, sizeof(cl_int), &nk, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
-                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &kb,
-                       sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
-                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
-                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
-                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, sizeof(cl_int), &c_splits,
-                       sizeof(cl_int), &c_split_keys, (size_t)0);
+    st = clf__set_args(
+        ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem), &v->mem,
+        sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
+        sizeof(cl_int), &heads, sizeof(cl_long), &qb, sizeof(cl_int), &qr, sizeof(cl_int), &qc,
+        sizeof(cl_long), &kb, sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
+        sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow, sizeof(float), &scale,
+        sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int), &causal, sizeof(cl_long),
+        &coff, sizeof(cl_int), &c_splits, sizeof(cl_int), &c_split_keys, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[3] = {clf__round_up((size_t)s->nq, bq), (size_t)(s->batch * s->heads),
                         (size_t)splits};
@@ -163,7 +214,8 @@ static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     if (w) {
         if ((st = clf__check_tensor(ctx, w, "weights", CLF_F32)) != CLF_SUCCESS) return st;
         bool ok = w->ndim == 4;
-        for (int i = 0; ok && i < 4; i++) ok = w->shape[i] == scores_shape[i];
+        for (int i = 0; ok && i < 4; i++)
+            ok = w->shape[i] == scores_shape[i];
         if (!ok) {
             char a[96];
             return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,

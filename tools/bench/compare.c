@@ -52,7 +52,7 @@ int bench_load_results(const char *path, bench_results *r) {
         const cJSON *ms = cJSON_GetObjectItemCaseSensitive(item, "ms");
         const cJSON *tuned = cJSON_GetObjectItemCaseSensitive(item, "tuned");
         if (!cJSON_IsString(op) || !cJSON_IsArray(shape) || !cJSON_IsNumber(ms) ||
-            cJSON_GetArraySize(shape) > 4) {
+            cJSON_GetArraySize(shape) > 8) {
             fprintf(stderr, "clformer-bench: '%s': malformed result record\n", path);
             rc = 1;
             break;

@@ -241,6 +241,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
+    if (bench_attention_run(ctx, &o, &results)) goto done;
     bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
     if (c->compare) bench_compare_results(&results, &base, c->threshold, stdout);

@@ -291,8 +291,90 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
 }
 
 void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
-    for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->items[i].bound, "compute") == 0)
-            r->items[i].pct_peak =
-                p->fma_gflops > 0 ? 100.0 * r->items[i].gflops / p->fma_gflops : 0;
+    for (size_t i = 0; i < r->n; i++) {
+        bench_result *x = &r->items[i];
+        if (strcmp(x->bound, "compute") == 0)
+            x->pct_peak = p->fma_gflops > 0 ? 100.0 * x->gflops / p->fma_gflops : 0;
+        else if (x->pct_peak == 0 && x->gbps > 0) /* attention decode: K and V read once */
+            x->pct_peak = p->copy_gbps > 0 ? 100.0 * x->gbps / p->copy_gbps : 0;
+    }
+}
+
+/* One attention call on (B, H, Nq, Nk, Dh); returns 0 and fills res, or 1 on error. A naive call
+ * whose score matrix does not fit is recorded with ms = 0 and a note. */
+static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, int naive,
+                         int64_t b, int64_t h, int64_t nq, int64_t nk, int64_t dh,
+                         bench_results *r) {
+    bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
+                   (long long)nq, (long long)nk, (long long)dh);
+    bench_result res;
+    memset(&res, 0, sizeof(res));
+    snprintf(res.op, sizeof(res.op), "%s", op);
+    res.ndim = 5;
+    res.shape[0] = b;
+    res.shape[1] = h;
+    res.shape[2] = nq;
+    res.shape[3] = nk;
+    res.shape[4] = dh;
+    res.tuned = -1;
+    const double flops = 4.0 * (double)(b * h * nq * nk * dh);
+    const double io = 4.0 * (double)(2 * b * nq * h * dh + 2 * b * nk * h * dh);
+    res.bound = nq == 1 ? "memory" : "compute";
+    int bad = 0;
+    int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, h * dh};
+    clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad),
+               *k = make(ctx, CLF_F32, 3, sk, 0.02, &bad);
+    clf_tensor *v = make(ctx, CLF_F32, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
+    clf_attention_desc d = clf_attention_default_desc(h, dh);
+    d.naive = naive;
+    res.mem_bytes = io + (naive ? 4.0 * (double)(b * h * nq * nk) : 0.0);
+    clf_status st = bad ? CLF_ERROR_INTERNAL : clf_attention(ctx, q, k, v, out, &d);
+    const int fits = st != CLF_ERROR_SIZE_LIMIT;
+    if (!fits) {
+        snprintf(res.note, sizeof(res.note), "does not fit: %.0f MiB score matrix",
+                 4.0 * (double)(b * h * nq * nk) / 1048576.0);
+        st = CLF_SUCCESS;
+    }
+    if (fits && st == CLF_SUCCESS) st = clf_context_finish(ctx);
+    double t[16];
+    int samples = !fits ? 0 : flops > 1e11 ? 1 : (o->quick ? 3 : 5);
+    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
+        double t0 = bench_now_ms();
+        st = clf_attention(ctx, q, k, v, out, &d);
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        t[s] = bench_now_ms() - t0;
+    }
+    clf_tensor_free(q);
+    clf_tensor_free(k);
+    clf_tensor_free(v);
+    clf_tensor_free(out);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s: %s: %s\n", op, clf_strerror(st),
+                clf_context_last_error(ctx));
+        return 1;
+    }
+    if (samples > 0) {
+        res.ms = bench_median(t, samples);
+        res.gflops = flops / (res.ms * 1e6);
+        res.gbps = io / (res.ms * 1e6);
+    }
+    return bench_add_result(r, &res);
+}
+
+int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    const int64_t ns[] = {128, 512, 2048, 4096};
+    const size_t n_ns = o->quick ? 3 : 4;
+    for (int naive = 0; naive <= 1; naive++) {
+        const char *op = naive ? "attention_naive" : "attention_tiled";
+        if (!bench_op_selected(o, op)) continue;
+        for (size_t i = 0; i < n_ns; i++)
+            if (attention_one(ctx, o, op, naive, 1, 8, ns[i], ns[i], 64, r)) return 1;
+        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 16384, 16384, 64, r)) return 1;
+    }
+    if (bench_op_selected(o, "attention_decode")) {
+        const int64_t nks[] = {512, 4096, 16384};
+        for (size_t i = 0; i < 3; i++)
+            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 1, nks[i], 64, r)) return 1;
+    }
+    return 0;
 }

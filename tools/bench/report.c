@@ -35,7 +35,7 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
     printf("  program start cold  %8.1f ms\n", p->cold_start_ms);
     printf("  program start warm  %8.1f ms   (%.3f of cold)\n", p->warm_start_ms,
            p->cold_start_ms > 0 ? p->warm_start_ms / p->cold_start_ms : 0);
-    printf("\n%-18s %-16s %10s %10s %10s %9s\n", "op", "shape", "ms", "GB/s", "GFLOP/s", "% peak");
+    printf("\n%-18s %-20s %10s %10s %10s %9s\n", "op", "shape", "ms", "GB/s", "GFLOP/s", "% peak");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
         char s[64] = "";
@@ -86,6 +86,8 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON_AddNumberToObject(o, "gbps", x->gbps);
         cJSON_AddNumberToObject(o, "pct_peak", x->pct_peak);
         cJSON_AddStringToObject(o, "bound", x->bound);
+        if (x->mem_bytes > 0) cJSON_AddNumberToObject(o, "mem_bytes", x->mem_bytes);
+        if (x->note[0]) cJSON_AddStringToObject(o, "note", x->note);
         if (x->tuned >= 0) {
             cJSON_AddBoolToObject(o, "tuned", x->tuned);
             cJSON_AddStringToObject(o, "params", x->params);
