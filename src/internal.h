@@ -66,6 +66,7 @@ typedef struct clf_tunable_def {
     int pow2;         /* 1: value must be a power of two */
     int64_t max;      /* largest accepted value */
     int64_t min;      /* smallest accepted value */
+    int host;         /* 1: read by the host only, not passed as -D */
 } clf_tunable_def;
 
 extern const clf_tunable_def clf__tunable_defs[];

@@ -27,41 +27,41 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k"},
 };
 
-/* name, program, cpu, gpu, fallback, power of two, max, min */
+/* name, program, cpu, gpu, fallback, power of two, max, min, host only */
 const clf_tunable_def clf__tunable_defs[] = {
     /* Row kernels: VW floats per load, WG work-items share a row (tree reduction in local
      * memory when > 1), RPG rows per work-group. PoCL: one work-item owns a row with float16
      * loads (2.2 ms vs 20+ ms for a local-memory tree, PERF.md). */
-    {"softmax.VW", CLF_PROG_SOFTMAX, 16, 4, 4, 1, 16, 1},
-    {"softmax.WG", CLF_PROG_SOFTMAX, 1, 128, 64, 1, 1024, 1},
-    {"softmax.RPG", CLF_PROG_SOFTMAX, 4, 1, 1, 0, 64, 1},
-    {"layernorm.VW", CLF_PROG_LAYERNORM, 16, 4, 4, 1, 16, 1},
-    {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024, 1},
-    {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64, 1},
+    {"softmax.VW", CLF_PROG_SOFTMAX, 16, 4, 4, 1, 16, 1, 0},
+    {"softmax.WG", CLF_PROG_SOFTMAX, 1, 128, 64, 1, 1024, 1, 0},
+    {"softmax.RPG", CLF_PROG_SOFTMAX, 4, 1, 1, 0, 64, 1, 0},
+    {"layernorm.VW", CLF_PROG_LAYERNORM, 16, 4, 4, 1, 16, 1, 0},
+    {"layernorm.WG", CLF_PROG_LAYERNORM, 1, 128, 64, 1, 1024, 1, 0},
+    {"layernorm.RPG", CLF_PROG_LAYERNORM, 4, 1, 1, 0, 64, 1, 0},
     /* Positional encoding: VW (sin, cos) pairs per work-item through vector sincos (scalar sin
      * and cos do not vectorize on PoCL 3.1: 31 ms vs 1.3-2.2 ms with sincos on float8), for PR
      * consecutive positions by rotation (one sincos per PR rows). 8 x 1024 x 512 on PoCL
      * (clformer-bench, one run): VW 8 PR 1 9.9 ms, VW 8 PR 8 2.9 ms, VW 16 PR 32 1.2 ms. */
-    {"posenc.VW", CLF_PROG_POSENC, 16, 2, 2, 1, 16, 1},
-    {"posenc.PR", CLF_PROG_POSENC, 32, 2, 2, 0, 64, 1},
-    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024, 1},
+    {"posenc.VW", CLF_PROG_POSENC, 16, 2, 2, 1, 16, 1, 0},
+    {"posenc.PR", CLF_PROG_POSENC, 32, 2, 2, 0, 64, 1, 0},
+    {"posenc.WG", CLF_PROG_POSENC, 16, 128, 64, 0, 1024, 1, 0},
     /* Elementwise: PoCL wants work-groups of 64+ (local size 8: 4 ms, >= 64: 0.5-0.9 ms). */
-    {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16, 1},
-    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1},
+    {"elementwise.VW", CLF_PROG_ELEMENTWISE, 16, 4, 4, 1, 16, 1, 0},
+    {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1, 0},
     /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
-    {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0},
+    {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 0},
     /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
      * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group; BK keys per tile;
      * SPLIT_NQ: at most this many queries take the split-key (flash-decoding) path, with
      * SPLIT_KEYS keys per split. */
-    {"attention.MAXVW", CLF_PROG_ATTENTION, 16, 4, 4, 1, 16, 1},
-    {"attention.BQ", CLF_PROG_ATTENTION, 8, 64, 32, 0, 1024, 1},
-    {"attention.BK", CLF_PROG_ATTENTION, 32, 32, 32, 0, 256, 1},
-    {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0},
-    {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1},
+    {"attention.MAXVW", CLF_PROG_ATTENTION, 16, 4, 4, 1, 16, 1, 1},
+    {"attention.BQ", CLF_PROG_ATTENTION, 8, 64, 32, 0, 1024, 1, 0},
+    {"attention.BK", CLF_PROG_ATTENTION, 32, 32, 32, 0, 256, 1, 0},
+    {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0, 1},
+    {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1, 1},
     /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */
-    {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0},
-    {"attention.QB", CLF_PROG_ATTENTION, 4, 1, 1, 0, 16, 1},
+    {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0, 1},
+    {"attention.QB", CLF_PROG_ATTENTION, 4, 1, 1, 0, 16, 1, 0},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 
@@ -91,7 +91,7 @@ int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type 
     off = (size_t)w;
     for (size_t i = 0; i < clf__tunable_count; i++) {
         const clf_tunable_def *d = &clf__tunable_defs[i];
-        if (d->prog != prog) continue;
+        if (d->prog != prog || d->host) continue;
         const char *macro = strchr(d->name, '.');
         macro = macro ? macro + 1 : d->name;
         w = snprintf(buf + off, size - off, " -D%s=%lld", macro, (long long)values[i]);
