@@ -10,7 +10,8 @@
 #include <string.h>
 
 #define W 900.0
-#define H 560.0
+#define H 560.0  /* roofline panel */
+#define H2 380.0 /* attention sweep panel below it */
 #define L 80.0 /* margins */
 #define R 200.0
 #define T 40.0
@@ -42,6 +43,62 @@ static void xml_text(FILE *f, const char *s) {
     }
 }
 
+/* Second panel: attention time vs N, tiled vs naive (log-log), one polyline per path. */
+static void sweep_panel(FILE *f, const bench_results *r) {
+    const char *ops[2] = {"attention_tiled", "attention_naive"};
+    const char *colors[2] = {"#06c", "#c60"};
+    double nmin = 1e30, nmax = 0, tmin = 1e30, tmax = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const bench_result *x = &r->items[i];
+        if ((strcmp(x->op, ops[0]) && strcmp(x->op, ops[1])) || !(x->ms > 0) || x->ndim < 4) continue;
+        nmin = fmin(nmin, (double)x->shape[2]);
+        nmax = fmax(nmax, (double)x->shape[2]);
+        tmin = fmin(tmin, x->ms);
+        tmax = fmax(tmax, x->ms);
+    }
+    const double top = H + 30, bottom = H + H2 - 50;
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"15\">Attention: time vs N (B=1, H=8, "
+               "Dh=64), tiled vs naive</text>\n",
+            L, H + 16);
+    if (nmax <= 0) {
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">(no attention records in this run)</text>\n", L,
+                top + 40);
+        return;
+    }
+    axes a = {floor(log10(nmin)) - 0.1, ceil(log10(nmax)) + 0.1, floor(log10(tmin)),
+              ceil(log10(tmax))};
+    if (a.y1 <= a.y0) a.y1 = a.y0 + 1;
+    /* Map into the panel: reuse px, and a y map over [top, bottom]. */
+#define SY(t) (bottom - (log10(t) - a.y0) / (a.y1 - a.y0) * (bottom - top))
+    for (int e = (int)ceil(a.y0); e <= (int)a.y1; e++) {
+        double y = SY(pow(10, e));
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y,
+                W - R, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d ms</text>\n", L - 6, y + 4, e);
+    }
+    for (size_t i = 0; i < r->n; i++) { /* N ticks */
+        const bench_result *x = &r->items[i];
+        if (strcmp(x->op, ops[0]) || x->ndim < 4) continue;
+        double xx = px(&a, (double)x->shape[2]);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%lld</text>\n", xx,
+                bottom + 16, (long long)x->shape[2]);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">N (queries = keys)</text>\n",
+            (L + W - R) / 2, bottom + 36);
+    for (int s = 0; s < 2; s++) {
+        fprintf(f, "<polyline class=\"sweep\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+                colors[s]);
+        for (size_t i = 0; i < r->n; i++) {
+            const bench_result *x = &r->items[i];
+            if (strcmp(x->op, ops[s]) || !(x->ms > 0) || x->ndim < 4) continue;
+            fprintf(f, "%.1f,%.1f ", px(&a, (double)x->shape[2]), SY(x->ms));
+        }
+        fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", W - R + 10,
+                top + 20 + 18 * s, colors[s], s ? "naive (GEMM + softmax + GEMM)" : "tiled");
+    }
+#undef SY
+}
+
 int bench_write_svg(const char *path, const clf_device_info *d, const bench_peaks *p,
                     const bench_results *r) {
     FILE *f = fopen(path, "w");
@@ -56,7 +113,7 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
             "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            W, H, W, H);
+            W, H + H2, W, H + H2);
     fprintf(f, "<title>clformer-bench roofline: ");
     xml_text(f, d->name);
     fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n",
@@ -121,6 +178,7 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
         fprintf(f, "</text>\n");
         n++;
     }
+    sweep_panel(f, r);
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
