@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define W 900.0
-#define H 560.0  /* roofline panel */
+#define W  900.0
+#define H  560.0 /* roofline panel */
 #define H2 380.0 /* attention sweep panel below it */
-#define L 80.0 /* margins */
-#define R 200.0
-#define T 40.0
-#define B 60.0
+#define L  80.0  /* margins */
+#define R  200.0
+#define T  40.0
+#define B  60.0
 
 typedef struct axes {
     double x0, x1, y0, y1; /* log10 ranges */
@@ -50,15 +50,17 @@ static void sweep_panel(FILE *f, const bench_results *r) {
     double nmin = 1e30, nmax = 0, tmin = 1e30, tmax = 0;
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
-        if ((strcmp(x->op, ops[0]) && strcmp(x->op, ops[1])) || !(x->ms > 0) || x->ndim < 4) continue;
+        if ((strcmp(x->op, ops[0]) && strcmp(x->op, ops[1])) || !(x->ms > 0) || x->ndim < 4)
+            continue;
         nmin = fmin(nmin, (double)x->shape[2]);
         nmax = fmax(nmax, (double)x->shape[2]);
         tmin = fmin(tmin, x->ms);
         tmax = fmax(tmax, x->ms);
     }
     const double top = H + 30, bottom = H + H2 - 50;
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"15\">Attention: time vs N (B=1, H=8, "
-               "Dh=64), tiled vs naive</text>\n",
+    fprintf(f,
+            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"15\">Attention: time vs N (B=1, H=8, "
+            "Dh=64), tiled vs naive</text>\n",
             L, H + 16);
     if (nmax <= 0) {
         fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">(no attention records in this run)</text>\n", L,
@@ -68,13 +70,14 @@ static void sweep_panel(FILE *f, const bench_results *r) {
     axes a = {floor(log10(nmin)) - 0.1, ceil(log10(nmax)) + 0.1, floor(log10(tmin)),
               ceil(log10(tmax))};
     if (a.y1 <= a.y0) a.y1 = a.y0 + 1;
-    /* Map into the panel: reuse px, and a y map over [top, bottom]. */
+        /* Map into the panel: reuse px, and a y map over [top, bottom]. */
 #define SY(t) (bottom - (log10(t) - a.y0) / (a.y1 - a.y0) * (bottom - top))
     for (int e = (int)ceil(a.y0); e <= (int)a.y1; e++) {
         double y = SY(pow(10, e));
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y,
-                W - R, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d ms</text>\n", L - 6, y + 4, e);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L,
+                y, W - R, y);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1e%d ms</text>\n", L - 6, y + 4,
+                e);
     }
     for (size_t i = 0; i < r->n; i++) { /* N ticks */
         const bench_result *x = &r->items[i];
@@ -86,8 +89,9 @@ static void sweep_panel(FILE *f, const bench_results *r) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">N (queries = keys)</text>\n",
             (L + W - R) / 2, bottom + 36);
     for (int s = 0; s < 2; s++) {
-        fprintf(f, "<polyline class=\"sweep\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
-                colors[s]);
+        fprintf(
+            f, "<polyline class=\"sweep\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+            colors[s]);
         for (size_t i = 0; i < r->n; i++) {
             const bench_result *x = &r->items[i];
             if (strcmp(x->op, ops[s]) || !(x->ms > 0) || x->ndim < 4) continue;
