@@ -23,6 +23,8 @@ static void set_buf(const clf_context_params *p, const char *msg) {
 
 /* Common part of both constructors, after cl_ctx/device/queue are set and retained. */
 static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
+    for (int i = 0; i < CLF_FAULT_KINDS; i++)
+        ctx->fault_at[i] = -1;
     ctx->error = calloc(1, 1);
     ctx->tunables = calloc(clf__tunable_count, sizeof(int64_t));
     if (!ctx->error || !ctx->tunables) return CLF_ERROR_OUT_OF_MEMORY;
@@ -282,12 +284,24 @@ clf_status clf__scratch(clf_context *ctx, size_t bytes, cl_mem *out) {
         *out = ctx->scratch;
         return CLF_SUCCESS;
     }
-    cl_int err;
-    cl_mem m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    cl_int err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    cl_mem m = clf__fault(ctx, CLF_FAULT_ALLOC)
+                   ? NULL
+                   : clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
     if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateBuffer (scratch)");
     if (ctx->scratch) clReleaseMemObject(ctx->scratch); /* queued users keep it alive */
     ctx->scratch = m;
     ctx->scratch_bytes = bytes;
     *out = m;
     return CLF_SUCCESS;
+}
+
+void clf__fault_set(clf_context *ctx, clf_fault_kind kind, int64_t after) {
+    ctx->fault_at[kind] = after;
+    ctx->fault_seen[kind] = 0;
+}
+
+bool clf__fault(clf_context *ctx, clf_fault_kind kind) {
+    if (ctx->fault_at[kind] < 0) return false;
+    return ctx->fault_seen[kind]++ == ctx->fault_at[kind];
 }

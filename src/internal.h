@@ -101,6 +101,17 @@ char *clf__read_text(const char *path, size_t max);
  * $HOME/.cache/clformer); NULL if neither is set. The caller frees. */
 char *clf__default_cache_dir(void);
 
+/* ---------------------------------------------------------------- fault injection (tests)
+ * A test-only switch: the call of a kind numbered `after` (0 = the next one) fails as the OpenCL
+ * driver would fail it; -1 turns the kind off. Only tests reach it (internal header). */
+typedef enum {
+    CLF_FAULT_ALLOC = 0, /* clCreateBuffer */
+    CLF_FAULT_BUILD,     /* building a program from source */
+    CLF_FAULT_ENQUEUE,   /* clEnqueueNDRangeKernel, CLBlast calls */
+    CLF_FAULT_TRANSFER,  /* read, write, fill, copy */
+    CLF_FAULT_KINDS
+} clf_fault_kind;
+
 /* ---------------------------------------------------------------- context and tensor */
 
 /* A library kernel built with the tunables in force plus per-call options (e.g. "-DDH=64"). */
@@ -136,6 +147,8 @@ struct clf_context {
     int64_t *tunables;                   /* [clf__tunable_count] values in force */
     char gemm_source[600];               /* see clf_gemm_tuning_source() */
     char *gemm_tuning_dir;               /* owned; the cache folder, even if disk_cache is off */
+    int64_t fault_at[CLF_FAULT_KINDS];   /* see clf__fault_set; -1: off */
+    int64_t fault_seen[CLF_FAULT_KINDS];
     cl_mem scratch;                      /* grow-only device scratch (attention partials) */
     size_t scratch_bytes;
 };
@@ -200,6 +213,10 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
  * existing devices into msg. */
 clf_status clf__device_pick(const char *spec, clf_device_info *info, cl_platform_id *platform,
                             cl_device_id *device, char *msg, size_t msg_size);
+
+void clf__fault_set(clf_context *ctx, clf_fault_kind kind, int64_t after);
+/* Counts a call of `kind`; true when it is the one that must fail. */
+bool clf__fault(clf_context *ctx, clf_fault_kind kind);
 
 /* A device scratch buffer of at least `bytes`, owned by the context (valid until the next call
  * that asks for a larger one; the queue is in order, so queued users are safe). */

@@ -217,6 +217,9 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
     if (prog) {
         ctx->stats.programs_loaded_from_disk++;
     } else {
+        if (clf__fault(ctx, CLF_FAULT_BUILD))
+            return clf__fail(ctx, CLF_ERROR_BUILD_FAILED,
+                             "kernel build failed (injected fault); build log:\n(none)");
         cl_int err;
         prog = clCreateProgramWithSource(ctx->cl_ctx, 1, &source, NULL, &err);
         if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clCreateProgramWithSource");
@@ -421,8 +424,10 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
     for (cl_uint d = 0; d < dims; d++)
         if (global[d] == 0) return CLF_SUCCESS; /* nothing to do */
     cl_event ev = NULL;
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
-                                        ctx->profiling ? &ev : NULL);
+    cl_int err = clf__fault(ctx, CLF_FAULT_ENQUEUE)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
+                                              ctx->profiling ? &ev : NULL);
     if (err != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof(what), "clEnqueueNDRangeKernel(%s)", clf__kernel_defs[id].name);

@@ -107,8 +107,10 @@ clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim, const 
                          bytes, (unsigned long long)ctx->info.max_alloc_bytes, ctx->info.name);
     clf_tensor *t = calloc(1, sizeof(*t));
     if (!t) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    cl_int err;
-    t->mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    cl_int err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    t->mem = clf__fault(ctx, CLF_FAULT_ALLOC)
+                 ? NULL
+                 : clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS) {
         free(t);
         return clf__fail(ctx, err, "clCreateBuffer(%zu bytes) failed: %s (%d)", bytes,
@@ -145,14 +147,19 @@ clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
     if (st != CLF_SUCCESS) return st;
     cl_int err =
-        clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        clf__fault(t->ctx, CLF_FAULT_TRANSFER)
+            ? CL_OUT_OF_RESOURCES
+            : clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueWriteBuffer");
 }
 
 clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes) {
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_read");
     if (st != CLF_SUCCESS) return st;
-    cl_int err = clEnqueueReadBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    cl_int err =
+        clf__fault(t->ctx, CLF_FAULT_TRANSFER)
+            ? CL_OUT_OF_RESOURCES
+            : clEnqueueReadBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueReadBuffer");
 }
 
@@ -188,8 +195,10 @@ clf_status clf_tensor_fill(clf_tensor *t, double value) {
     if (t->dtype == CLF_I32 && !(value >= -2147483648.0 && value <= 2147483647.0))
         return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "fill value %g out of int32 range",
                          value);
-    cl_int err = clEnqueueFillBuffer(t->ctx->queue, t->mem, pattern, clf_dtype_size(t->dtype), 0,
-                                     t->bytes, 0, NULL, NULL);
+    cl_int err = clf__fault(t->ctx, CLF_FAULT_TRANSFER)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueFillBuffer(t->ctx->queue, t->mem, pattern, clf_dtype_size(t->dtype),
+                                           0, t->bytes, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueFillBuffer");
 }
 
@@ -205,7 +214,9 @@ clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src) {
     }
     if (src == dst) return CLF_SUCCESS;
     cl_int err =
-        clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, 0, 0, dst->bytes, 0, NULL, NULL);
+        clf__fault(ctx, CLF_FAULT_TRANSFER)
+            ? CL_OUT_OF_RESOURCES
+            : clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, 0, 0, dst->bytes, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(ctx, err, "clEnqueueCopyBuffer");
 }
 

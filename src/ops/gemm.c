@@ -117,6 +117,8 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "gemm: c must not be a or b");
     cl_event ev = NULL;
     CLBlastStatusCode s;
+    if (clf__fault(ctx, CLF_FAULT_ENQUEUE))
+        return clf__cl_fail(ctx, CL_OUT_OF_RESOURCES, "CLBlastSgemm (injected fault)");
     if (batch == 1)
         s = CLBlastSgemm(CLBlastLayoutRowMajor, tr(ta), tr(tb), (size_t)m, (size_t)n, (size_t)k,
                          alpha, a->mem, (size_t)a_offset, (size_t)lda, b->mem, (size_t)b_offset,
