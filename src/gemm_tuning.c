@@ -338,6 +338,45 @@ static void mutate(tuner *t, const size_t *from, size_t *out, size_t count,
     memcpy(out, fresh, count * sizeof(size_t)); /* no valid neighbour: a random set */
 }
 
+/* One phase of the search: candidates for Xgemm (direct false, scored at 1024^3) or XgemmDirect
+ * (scored at 128 x 512 x 512) until `end`; *best and *score improve in place. Returns whether
+ * anything beat the starting score. */
+static bool search(tuner *t, gemm_params *best, bool direct, double end, double *score) {
+    const size_t count = direct ? N_DIRECT : N_XGEMM;
+    void (*random_set)(tuner *, size_t *) = direct ? random_direct : random_xgemm;
+    bool (*valid)(const size_t *, const clf_device_info *) = direct ? direct_valid : xgemm_valid;
+    bool improved = false;
+    do {
+        gemm_params cand = *best;
+        cand.has_routine = false; /* the forced switch point stays */
+        size_t *values = direct ? cand.direct : cand.xgemm;
+        const bool had = direct ? best->has_direct : best->has_xgemm;
+        if (had && next_rand(t) % 4 != 0) /* 3 of 4 tries: near the best */
+            mutate(t, direct ? best->direct : best->xgemm, values, count, random_set, valid);
+        else
+            random_set(t, values);
+        if (direct)
+            cand.has_direct = true;
+        else
+            cand.has_xgemm = true;
+        if (apply(t->ctx, &cand) != CLF_SUCCESS) continue;
+        const double g = direct ? measure(t, 128, 512, 512) : measure(t, 1024, 1024, 1024);
+        t->tried++;
+        progress(t, "%s candidate %d: %.1f GFLOP/s (best %.1f)", direct ? "XgemmDirect" : "Xgemm",
+                 t->tried, g, *score);
+        if (g > *score) {
+            *score = g;
+            memcpy(direct ? best->direct : best->xgemm, values, count * sizeof(size_t));
+            if (direct)
+                best->has_direct = true;
+            else
+                best->has_xgemm = true;
+            improved = true;
+        }
+    } while (now_s() < end);
+    return improved;
+}
+
 static clf_status set_routine(clf_context *ctx, size_t min_indirect) {
     gemm_params p;
     memset(&p, 0, sizeof(p));
@@ -449,28 +488,8 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
     double best_big = result->before_gflops;
 
     /* Phase 1 (60% of the budget): Xgemm, the indirect kernel, at 1024^3. */
-    const double phase1_end = t0 + 0.6 * params->budget_s;
-    if ((st = set_routine(ctx, 1)) != CLF_SUCCESS) goto done;
-    bool improved_x = false;
-    do {
-        gemm_params cand = best;
-        cand.has_routine = false; /* the forced switch point stays */
-        cand.has_xgemm = true;
-        if (best.has_xgemm && next_rand(&t) % 4 != 0) /* 3 of 4 tries: near the best */
-            mutate(&t, best.xgemm, cand.xgemm, N_XGEMM, random_xgemm, xgemm_valid);
-        else
-            random_xgemm(&t, cand.xgemm);
-        if (apply(ctx, &cand) != CLF_SUCCESS) continue;
-        double g = measure(&t, 1024, 1024, 1024);
-        t.tried++;
-        progress(&t, "Xgemm candidate %d: %.1f GFLOP/s (best %.1f)", t.tried, g, best_big);
-        if (g > best_big) {
-            best_big = g;
-            memcpy(best.xgemm, cand.xgemm, sizeof(best.xgemm));
-            best.has_xgemm = true;
-            improved_x = true;
-        }
-    } while (now_s() < phase1_end);
+    if ((st = set_routine(ctx, 1)) != CLF_SUCCESS) goto done; /* everything indirect */
+    bool improved_x = search(&t, &best, false, t0 + 0.6 * params->budget_s, &best_big);
     if (!improved_x && !have_file_or_builtin) best.has_xgemm = false;
     best.has_routine = false;
     if (best.has_xgemm && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
@@ -478,24 +497,7 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
     /* Phase 2 (the rest): XgemmDirect, the small-product kernel, at 128 x 512 x 512. */
     if ((st = set_routine(ctx, 4096)) != CLF_SUCCESS) goto done; /* everything direct */
     double best_small = measure(&t, 128, 512, 512);
-    do {
-        gemm_params cand = best;
-        cand.has_routine = false;
-        cand.has_direct = true;
-        if (best.has_direct && next_rand(&t) % 4 != 0)
-            mutate(&t, best.direct, cand.direct, N_DIRECT, random_direct, direct_valid);
-        else
-            random_direct(&t, cand.direct);
-        if (apply(ctx, &cand) != CLF_SUCCESS) continue;
-        double g = measure(&t, 128, 512, 512);
-        t.tried++;
-        progress(&t, "XgemmDirect candidate %d: %.1f GFLOP/s (best %.1f)", t.tried, g, best_small);
-        if (g > best_small) {
-            best_small = g;
-            memcpy(best.direct, cand.direct, sizeof(best.direct));
-            best.has_direct = true;
-        }
-    } while (now_s() < t.t_end);
+    search(&t, &best, true, t.t_end, &best_small);
     if ((best.has_xgemm || best.has_direct) && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
 
     /* The switch point: the smallest cube where the indirect kernel wins. */
