@@ -144,12 +144,12 @@ struct clf_context {
 
     clf_kernel_entry *kernels; /* library kernels created so far, per (kernel, variant) */
     size_t n_kernels, cap_kernels;
-    int64_t *tunables;                   /* [clf__tunable_count] values in force */
-    char gemm_source[600];               /* see clf_gemm_tuning_source() */
-    char *gemm_tuning_dir;               /* owned; the cache folder, even if disk_cache is off */
-    int64_t fault_at[CLF_FAULT_KINDS];   /* see clf__fault_set; -1: off */
+    int64_t *tunables;                 /* [clf__tunable_count] values in force */
+    char gemm_source[600];             /* see clf_gemm_tuning_source() */
+    char *gemm_tuning_dir;             /* owned; the cache folder, even if disk_cache is off */
+    int64_t fault_at[CLF_FAULT_KINDS]; /* see clf__fault_set; -1: off */
     int64_t fault_seen[CLF_FAULT_KINDS];
-    cl_mem scratch;                      /* grow-only device scratch (attention partials) */
+    cl_mem scratch; /* grow-only device scratch (attention partials) */
     size_t scratch_bytes;
 };
 

@@ -375,14 +375,14 @@ CLF_API clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params
  * the attention weights; it refuses (CLF_ERROR_SIZE_LIMIT) when B x H x Nq x Nk floats exceed
  * the device's max allocation. */
 typedef struct clf_attention_desc {
-    int64_t heads;                 /* H >= 1 */
-    int64_t head_dim;              /* Dh, 1 .. 256 */
-    int64_t q_col, k_col, v_col;   /* column of head 0 within a row of q, k, v */
-    int64_t nk;                    /* keys in use; 0: all of k's dim 1 */
-    float scale;                   /* 0: 1 / sqrt(Dh) */
-    clf_mask mask;                 /* no mask: all zeros */
-    int naive;                     /* 1: GEMM + masked softmax + GEMM */
-    clf_tensor *weights;           /* naive only, optional: (B, H, Nq, Nk) attention weights */
+    int64_t heads;               /* H >= 1 */
+    int64_t head_dim;            /* Dh, 1 .. 256 */
+    int64_t q_col, k_col, v_col; /* column of head 0 within a row of q, k, v */
+    int64_t nk;                  /* keys in use; 0: all of k's dim 1 */
+    float scale;                 /* 0: 1 / sqrt(Dh) */
+    clf_mask mask;               /* no mask: all zeros */
+    int naive;                   /* 1: GEMM + masked softmax + GEMM */
+    clf_tensor *weights;         /* naive only, optional: (B, H, Nq, Nk) attention weights */
 } clf_attention_desc;
 
 /* A description with H heads of Dh, no mask, columns 0, scale 1/sqrt(Dh), tiled. */

@@ -21,7 +21,8 @@ int main(void) {
              clf_tensor_write(t, x, sizeof(x)) == CLF_SUCCESS &&
              clf_softmax(ctx, t, t, NULL) == CLF_SUCCESS &&
              clf_tensor_read(t, x, sizeof(x)) == CLF_SUCCESS;
-    for (int i = 0; ok && i < 3; i++) ok = fabsf(x[i] - (float)(i + 1) / 6.0f) < 1e-6f;
+    for (int i = 0; ok && i < 3; i++)
+        ok = fabsf(x[i] - (float)(i + 1) / 6.0f) < 1e-6f;
     printf("consumer: %s\n", ok ? "ok" : clf_context_last_error(ctx));
     clf_tensor_free(t);
     clf_context_free(ctx);
