@@ -17,12 +17,10 @@
 
 #include <cjson/cJSON.h>
 #include <clblast_c.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
