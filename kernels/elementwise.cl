@@ -3,6 +3,7 @@
  *   bias_act: y[r, :] = act(x[r, :] + bias)   (bias optional; act: identity, ReLU, GELU (erf),
  *             GELU (tanh)); in place allowed.
  *   add:      y = a + b over n elements (residual add); in place allowed.
+ *   argmax_rows: index of each row's largest element (greedy decoding).
  * Each work-item handles VW consecutive floats; a row's last partial vector goes element-wise.
  *
  * GELU (erf) with ERF_POLY uses Abramowitz & Stegun 7.1.26, |erf error| <= 1.5e-7 absolute, so
@@ -18,6 +19,9 @@
 #endif
 #ifndef WG
 #define WG 64 /* work-group size (PoCL: >= 64 is 5x faster than 8 for elementwise) */
+#endif
+#ifndef ARGMAX_WG
+#define ARGMAX_WG 1 /* work-items per row of argmax_rows (power of two) */
 #endif
 #ifndef ERF_POLY
 #define ERF_POLY 1 /* 1: erf by polynomial + exp (vectorizes); 0: the builtin erf */
@@ -118,4 +122,41 @@ add(const __global float *a, /* (n) */
     }
     for (long i = c * VW; i < n; i++)
         y[i] = a[i] + b[i];
+}
+
+/* out[row] = index of the largest x[row, :] (the first on ties): one work-group per row, a
+ * strided scan per work-item, then a tree over the group (ARGMAX_WG is a power of two). */
+__kernel __attribute__((reqd_work_group_size(ARGMAX_WG, 1, 1))) void
+argmax_rows(const __global float *x, /* (rows, n) */
+            __global int *out,       /* (rows) */
+            const int n) {
+    __local float lv[ARGMAX_WG];
+    __local int li[ARGMAX_WG];
+    const long row = get_group_id(0);
+    const int l = (int)get_local_id(0);
+    const __global float *xr = x + row * (long)n;
+    float best = -INFINITY;
+    int bi = n;
+    for (int i = l; i < n; i += ARGMAX_WG) {
+        const float v = xr[i];
+        if (v > best || (bi == n && !isnan(v))) {
+            best = v;
+            bi = i;
+        }
+    }
+    lv[l] = best;
+    li[l] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = ARGMAX_WG / 2; s > 0; s >>= 1) {
+        if (l < s) {
+            const float v = lv[l + s];
+            const int j = li[l + s];
+            if (j < n && (li[l] == n || v > lv[l] || (v == lv[l] && j < li[l]))) {
+                lv[l] = v;
+                li[l] = j;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) out[row] = li[0] == n ? 0 : li[0];
 }

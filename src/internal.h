@@ -31,6 +31,7 @@ typedef enum {
     CLF_K_POSENC, /* embedding gather and/or positional encoding */
     CLF_K_BIAS_ACT,
     CLF_K_ADD,
+    CLF_K_ARGMAX,
     CLF_K_ATTENTION,
     CLF_K_ATTENTION_COMBINE,
     CLF_K_ATTENTION_T,
@@ -149,7 +150,8 @@ struct clf_context {
     char *gemm_tuning_dir;             /* owned; the cache folder, even if disk_cache is off */
     int64_t fault_at[CLF_FAULT_KINDS]; /* see clf__fault_set; -1: off */
     int64_t fault_seen[CLF_FAULT_KINDS];
-    cl_mem scratch; /* grow-only device scratch (attention partials) */
+    uint64_t launches; /* kernels and CLBlast calls queued so far (for reports) */
+    cl_mem scratch;    /* grow-only device scratch (attention partials) */
     size_t scratch_bytes;
 };
 

@@ -433,6 +433,7 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
         snprintf(what, sizeof(what), "clEnqueueNDRangeKernel(%s)", clf__kernel_defs[id].name);
         return clf__cl_fail(ctx, err, what);
     }
+    ctx->launches++;
     return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
 }
 

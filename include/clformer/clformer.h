@@ -392,6 +392,185 @@ CLF_API clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const cl
                                  const clf_tensor *v, clf_tensor *out,
                                  const clf_attention_desc *desc);
 
+/* out[...] = index of the largest element of x[..., :] (the first one on ties), for f32 x
+ * (..., n) and I32 out with x's leading dims (a 1-D x gives a 1-element out). */
+CLF_API clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out);
+
+/* ---------------------------------------------------------------- safetensors
+ * A reader of the safetensors format (8-byte little-endian header size, a JSON header naming
+ * each tensor's dtype, shape and [begin, end) byte offsets into the data that follows). Opening
+ * validates the whole header: every dtype is known, every shape's size matches its byte range,
+ * every range lies inside the file and no two overlap; a corrupt or truncated file is refused
+ * with a message saying what is wrong. Data is read from the file when a tensor is loaded. */
+typedef struct clf_safetensors clf_safetensors;
+
+typedef enum {
+    CLF_ST_F32 = 0,
+    CLF_ST_F16,
+    CLF_ST_BF16,
+    CLF_ST_F64,
+    CLF_ST_I32,
+    CLF_ST_I64,
+    CLF_ST_OTHER /* any other dtype of the format (I8, U8, BOOL, ...): listed, not loadable */
+} clf_st_dtype;
+
+#define CLF_ST_MAX_DIMS 8
+
+typedef struct clf_st_info {
+    const char *name;
+    clf_st_dtype dtype;
+    const char *dtype_name; /* as in the file, e.g. "BF16" */
+    int ndim;
+    int64_t shape[CLF_ST_MAX_DIMS];
+    int64_t numel;
+    uint64_t offset, bytes; /* within the file */
+} clf_st_info;
+
+/* err (optional) receives the reason of a failure. */
+CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, char *err,
+                                        size_t err_size);
+CLF_API void clf_safetensors_close(clf_safetensors *st);
+CLF_API size_t clf_safetensors_count(const clf_safetensors *st);
+/* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. */
+CLF_API const clf_st_info *clf_safetensors_at(const clf_safetensors *st, size_t i);
+CLF_API const clf_st_info *clf_safetensors_find(const clf_safetensors *st, const char *name);
+/* Reads a tensor into host memory converted to float (F32, F16, BF16, F64, I32, I64) or int32
+ * (I32, I64 in range); `count` must equal its numel. */
+CLF_API clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name, float *dst,
+                                            int64_t count, char *err, size_t err_size);
+CLF_API clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
+                                            int32_t *dst, int64_t count, char *err,
+                                            size_t err_size);
+/* Loads a tensor into a new f32 (or, for integer dtypes, I32) device tensor. With shape != NULL
+ * its shape must be exactly (shape[0], ..., shape[ndim-1]); a missing tensor, another shape or
+ * an unloadable dtype is an error naming the tensor. */
+CLF_API clf_status clf_safetensors_load(clf_context *ctx, const clf_safetensors *st,
+                                        const char *name, int ndim, const int64_t *shape,
+                                        clf_tensor **out);
+
+/* ---------------------------------------------------------------- Transformer models
+ * The seeds' (d2l) Transformer and BERT-style encoders built from the ops above.
+ *
+ * Encoder (post-LN, as the seeds' EncoderBlock and BERT):
+ *   X = embed(ids)
+ *   per block: Y = AddNorm(X, MHA(X, X, X, valid_lens)); X = AddNorm(Y, FFN(Y))
+ * where MHA projects Q, K, V with one fused GEMM, runs clf_attention over all heads and projects
+ * back with W_o; FFN = dense2(act(dense1(.))); AddNorm(X, Y) = LayerNorm(X + Y).
+ * Decoder (the seeds' DecoderBlock): causal self-attention over a KV cache of projected keys and
+ * values, AddNorm, cross-attention over the encoder outputs (projected to K, V once per
+ * sequence) with their valid lengths, AddNorm, FFN, AddNorm, then a dense layer to the vocabulary.
+ *
+ * Weight names (safetensors, PyTorch module names; <p> is the prefix given to the loader):
+ *   CLF_ARCH_D2L encoder, the seeds' TransformerEncoder:
+ *     <p>embedding.weight (V, d)
+ *     <p>blks.block<i>.attention.W_{q,k,v,o}.weight (d, d)  [.bias (d) if use_bias]
+ *     <p>blks.block<i>.addnorm{1,2}.ln.{weight,bias} (d)
+ *     <p>blks.block<i>.ffn.dense1.{weight (F, d), bias (F)}, ffn.dense2.{weight (d, F), bias (d)}
+ *   CLF_ARCH_D2L decoder, the seeds' TransformerDecoder: embedding.weight,
+ *     blks.block<i>.attention{1,2}.W_{q,k,v,o}.weight [.bias if use_bias],
+ *     blks.block<i>.addnorm{1,2,3}.ln.{weight,bias}, blks.block<i>.ffn.dense{1,2}.*,
+ *     dense.{weight (V, d), bias (V)}
+ *   CLF_ARCH_BERT encoder (Hugging Face BertModel; <p> is "" or "bert."):
+ *     embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight,
+ *     embeddings.LayerNorm.{weight,bias},
+ *     encoder.layer.<i>.attention.self.{query,key,value}.{weight,bias},
+ *     encoder.layer.<i>.attention.output.dense.{weight,bias},
+ *     encoder.layer.<i>.attention.output.LayerNorm.{weight,bias},
+ *     encoder.layer.<i>.intermediate.dense.{weight,bias},
+ *     encoder.layer.<i>.output.dense.{weight,bias}, encoder.layer.<i>.output.LayerNorm.*
+ */
+typedef enum {
+    CLF_ARCH_D2L = 0, /* embedding x sqrt(d) + sinusoidal positions; the seeds' names */
+    CLF_ARCH_BERT = 1 /* word + learned position + token type 0 embeddings, LayerNorm */
+} clf_arch;
+
+typedef struct clf_transformer_config {
+    clf_arch arch;
+    int64_t vocab_size;      /* rows of the embedding (and the decoder's output size) */
+    int64_t num_hiddens;     /* d; norm_shape is (d) */
+    int64_t query_size;      /* the seeds' query/key/value sizes: inputs of W_q, W_k, W_v; */
+    int64_t key_size;        /* 0 means num_hiddens, the only value a stack of blocks allows */
+    int64_t value_size;      /* (each block's input is the previous block's d-wide output) */
+    int64_t ffn_num_hiddens; /* F */
+    int64_t num_heads;       /* H; d must be a multiple of H, d / H <= 256 */
+    int64_t num_layers;
+    int use_bias;           /* biases of the attention projections (the seeds' use_bias) */
+    clf_activation ffn_act; /* RELU in the seeds, GELU_ERF in BERT */
+    float norm_eps;         /* LayerNorm eps: 1e-5 in the seeds, 1e-12 in BERT */
+    int64_t max_len;        /* longest sequence (positions); 0: 1000 (the seeds' table) */
+} clf_transformer_config;
+
+/* The seeds' defaults for given sizes: D2L, ReLU, eps 1e-5, no attention bias, max_len 1000. */
+CLF_API clf_transformer_config clf_transformer_default_config(int64_t vocab_size,
+                                                              int64_t num_hiddens,
+                                                              int64_t ffn_num_hiddens,
+                                                              int64_t num_heads,
+                                                              int64_t num_layers);
+
+typedef struct clf_encoder clf_encoder;
+typedef struct clf_decoder clf_decoder;
+
+/* Loads an encoder's weights (checked: every tensor present with its exact shape). */
+CLF_API clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                    const clf_transformer_config *cfg, clf_encoder **out);
+CLF_API void clf_encoder_free(clf_encoder *enc);
+/* Allocates the activation workspace for up to `batch` sequences of `len` tokens now (forward
+ * otherwise grows it on demand; it never shrinks). len must not exceed cfg.max_len. */
+CLF_API clf_status clf_encoder_reserve(clf_encoder *enc, int64_t batch, int64_t len);
+/* out (B, N, d) = encoder(ids (B, N) I32); valid_lens (B) I32 or NULL masks the keys of each
+ * sequence beyond its length (the seeds' valid_lens). Rows past a sequence's length are
+ * computed too (they attend to the valid keys), as in the seeds. */
+CLF_API clf_status clf_encoder_forward(clf_encoder *enc, const clf_tensor *ids,
+                                       const clf_tensor *valid_lens, clf_tensor *out);
+/* 1: later forwards run attention through the naive path and keep each layer's weights
+ * (the seeds' attention_weights), readable with clf_encoder_attention_weights. */
+CLF_API clf_status clf_encoder_record_weights(clf_encoder *enc, int on);
+/* The (B, H, N, N) attention weights of a layer from the last forward; NULL if not recorded. */
+CLF_API const clf_tensor *clf_encoder_attention_weights(const clf_encoder *enc, int64_t layer);
+/* GEMMs and other kernels queued by one forward of the last shape, per layer (for reports). */
+CLF_API int64_t clf_encoder_launches_per_layer(const clf_encoder *enc);
+
+CLF_API clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                    const clf_transformer_config *cfg, clf_decoder **out);
+CLF_API void clf_decoder_free(clf_decoder *dec);
+/* The seeds' init_state: projects the encoder outputs (B, Ns, d) to each layer's cross-attention
+ * K and V once, keeps a copy of enc_valid_lens (B) I32 (or NULL), and allocates the KV caches
+ * and workspace for `max_len` decoded tokens (<= cfg.max_len). The decoded length becomes 0. */
+CLF_API clf_status clf_decoder_init_state(clf_decoder *dec, const clf_tensor *enc_outputs,
+                                          const clf_tensor *enc_valid_lens, int64_t max_len);
+/* Decodes T new tokens ids (B, T) I32 at positions length .. length+T-1, appending their
+ * projected keys and values to the caches; logits (B, T, V). T = 1 is incremental decoding;
+ * T = N from length 0 is the seeds' training-mode decoding (causal mask). Fails without
+ * writing anything if length + T > max_len. */
+CLF_API clf_status clf_decoder_step(clf_decoder *dec, const clf_tensor *ids, clf_tensor *logits);
+/* Forgets the decoded tokens (keeps the encoder state). */
+CLF_API clf_status clf_decoder_reset(clf_decoder *dec);
+CLF_API int64_t clf_decoder_length(const clf_decoder *dec);
+/* 1: later steps use the naive attention path and keep each layer's weights:
+ * which 0 = self-attention (B, H, T, length), 1 = cross-attention (B, H, T, Ns). */
+CLF_API clf_status clf_decoder_record_weights(clf_decoder *dec, int on);
+CLF_API const clf_tensor *clf_decoder_attention_weights(const clf_decoder *dec, int64_t layer,
+                                                        int which);
+
+/* Called after each greedy step with the step number; may read the decoder's weights. */
+typedef void (*clf_step_fn)(void *user, const clf_decoder *dec, int64_t step);
+
+typedef struct clf_greedy_params {
+    int32_t bos, eos;  /* the first input token; the token that ends a sequence */
+    int64_t max_steps; /* at most this many tokens per sequence */
+    clf_step_fn on_step;
+    void *user;
+} clf_greedy_params;
+
+/* The seeds' predict_seq2seq for a batch: encodes src (B, Ns) I32 with src_valid_lens (B) I32
+ * (or NULL), then feeds bos and each step's argmax until every sequence has produced eos or
+ * max_steps tokens. tokens (B, max_steps) host receives each sequence's tokens (eos excluded,
+ * the rest -1) and lengths (B) their counts. */
+CLF_API clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tensor *src,
+                                     const clf_tensor *src_valid_lens,
+                                     const clf_greedy_params *params, int32_t *tokens,
+                                     int64_t *lengths);
+
 #ifdef __cplusplus
 }
 #endif

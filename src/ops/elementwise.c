@@ -64,3 +64,30 @@ clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b, c
     size_t global = clf__round_up((size_t)((n + vw - 1) / vw), wg);
     return clf__launch(ctx, CLF_K_ADD, k, 1, &global, &wg);
 }
+
+clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_I32);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t n = x->shape[x->ndim - 1];
+    const int64_t rows = x->numel / n;
+    if (out->numel != rows) {
+        char a[96], b[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "argmax: out %s must have one element per row of x %s",
+                         clf__shape_str(out, a, sizeof(a)), clf__shape_str(x, b, sizeof(b)));
+    }
+    if ((st = clf__check_int(ctx, n, "row length")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_ARGMAX, &k)) != CLF_SUCCESS) return st;
+    const size_t wg = (size_t)clf__tun(ctx, "elementwise.ARGMAX_WG");
+    cl_int c_n = (cl_int)n;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int),
+                       &c_n, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global;
+    if (!clf__mul_size((size_t)rows, wg, &global))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "argmax: too many rows");
+    return clf__launch(ctx, CLF_K_ARGMAX, k, 1, &global, &wg);
+}

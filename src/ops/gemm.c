@@ -135,6 +135,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
         return clf__clblast_fail(ctx, s,
                                  batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched");
     }
+    ctx->launches++;
     return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
 }
 

@@ -1,0 +1,474 @@
+/*
+ * test_model.c — the seeds' Transformer against PyTorch fixtures (tools/make_d2l_fixtures.py):
+ * encoder outputs and training-mode decoder logits within 1e-4 of float64 PyTorch, identical
+ * greedy tokens; incremental decoding with the KV cache equal to full-sequence causal decoding;
+ * a batch equal to each sequence alone; argmax against a C reference; bad weight files and bad
+ * calls refused without changing state.
+ */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static clf_safetensors *g_w, *g_fx;
+static int32_t g_cfg[9]; /* src V, tgt V, d, H, F, layers, bos, eos, max_steps */
+enum { SRC_V, TGT_V, DM, HEADS, FFN, LAYERS, BOS, EOS, MAXSTEPS };
+
+static void open_fixtures(void) {
+    if (g_w) return;
+    char p[512], err[512];
+    snprintf(p, sizeof(p), "%s/tests/data/d2l_weights.safetensors", CLF_SOURCE_DIR);
+    if (clf_safetensors_open(p, &g_w, err, sizeof(err)) != CLF_SUCCESS) fail_msg("%s", err);
+    snprintf(p, sizeof(p), "%s/tests/data/d2l_fixtures.safetensors", CLF_SOURCE_DIR);
+    if (clf_safetensors_open(p, &g_fx, err, sizeof(err)) != CLF_SUCCESS) fail_msg("%s", err);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "config", g_cfg, 9, err, sizeof(err)),
+                     CLF_SUCCESS);
+}
+
+static clf_transformer_config enc_cfg(void) {
+    clf_transformer_config c = clf_transformer_default_config(g_cfg[SRC_V], g_cfg[DM], g_cfg[FFN],
+                                                              g_cfg[HEADS], g_cfg[LAYERS]);
+    c.use_bias = 1; /* the fixture's encoder has biased attention projections */
+    return c;
+}
+static clf_transformer_config dec_cfg(void) {
+    return clf_transformer_default_config(g_cfg[TGT_V], g_cfg[DM], g_cfg[FFN], g_cfg[HEADS],
+                                          g_cfg[LAYERS]);
+}
+
+static clf_tensor *fixture(const char *name, const clf_st_info **info) {
+    clf_tensor *t = NULL;
+    CLF_OK(clf_safetensors_load(g_ctx, g_fx, name, 0, NULL, &t));
+    if (info) *info = clf_safetensors_find(g_fx, name);
+    return t;
+}
+
+static double *fixture_f64(const char *name, int64_t n) {
+    float *f = malloc((size_t)n * sizeof(float));
+    double *d = malloc((size_t)n * sizeof(double));
+    assert_true(f && d);
+    char err[256];
+    assert_int_equal(clf_safetensors_read_f32(g_fx, name, f, n, err, sizeof(err)), CLF_SUCCESS);
+    for (int64_t i = 0; i < n; i++)
+        d[i] = f[i];
+    free(f);
+    return d;
+}
+
+static double max_abs(const double *x, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+/* Largest |got - want| relative to the largest |want|. */
+static double rel_err(const float *got, const double *want, int64_t n) {
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(got[i])) return INFINITY;
+        e = fmax(e, fabs(got[i] - want[i]));
+    }
+    return e / max_abs(want, n);
+}
+
+static clf_encoder *load_encoder(void) {
+    clf_transformer_config c = enc_cfg();
+    clf_encoder *e = NULL;
+    CLF_OK(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &e));
+    return e;
+}
+static clf_decoder *load_decoder(void) {
+    clf_transformer_config c = dec_cfg();
+    clf_decoder *d = NULL;
+    CLF_OK(clf_decoder_load(g_ctx, g_w, "decoder.", &c, &d));
+    return d;
+}
+
+static void test_encoder_matches_pytorch(void **state) {
+    (void)state;
+    open_fixtures();
+    const clf_st_info *si;
+    clf_tensor *src = fixture("src", &si), *vl = fixture("src_valid_lens", NULL);
+    const int64_t B = si->shape[0], N = si->shape[1], d = g_cfg[DM], H = g_cfg[HEADS];
+    clf_encoder *enc = load_encoder();
+    int64_t os[3] = {B, N, d};
+    clf_tensor *out = tensor_poisoned(CLF_F32, 3, os);
+    CLF_OK(clf_encoder_record_weights(enc, 1));
+    CLF_OK(clf_encoder_forward(enc, src, vl, out));
+    float *got = tensor_to_host(out);
+    double *want = fixture_f64("enc_outputs", B * N * d);
+    double e = rel_err(got, want, B * N * d);
+    print_message("encoder outputs vs PyTorch (float64): max error %.3g of max |out|\n", e);
+    assert_true(e <= 1e-4);
+    /* recorded attention weights of layer 0 (the seeds' attention_weights) */
+    const clf_tensor *w = clf_encoder_attention_weights(enc, 0);
+    assert_non_null(w);
+    assert_int_equal(clf_tensor_numel(w), B * H * N * N);
+    float *gw = tensor_to_host(w);
+    double *ww = fixture_f64("enc_attention_weights0", B * H * N * N);
+    check_close("encoder attention weights", gw, ww, B * H * N * N, 1e-5, 1e-4);
+    /* the tiled path (not recording) gives the same outputs */
+    CLF_OK(clf_encoder_record_weights(enc, 0));
+    CLF_OK(clf_tensor_fill(out, NAN));
+    CLF_OK(clf_encoder_forward(enc, src, vl, out));
+    float *got2 = tensor_to_host(out);
+    assert_true(rel_err(got2, want, B * N * d) <= 1e-4);
+    assert_true(clf_encoder_launches_per_layer(enc) > 0);
+    free(got);
+    free(got2);
+    free(want);
+    free(gw);
+    free(ww);
+    clf_tensor_free(out);
+    clf_tensor_free(src);
+    clf_tensor_free(vl);
+    clf_encoder_free(enc);
+}
+
+/* Each sequence run alone (B = 1, its own valid length) equals its row of the batch. */
+static void test_batch_equals_alone(void **state) {
+    (void)state;
+    open_fixtures();
+    const clf_st_info *si;
+    clf_tensor *src = fixture("src", &si);
+    const int64_t B = si->shape[0], N = si->shape[1], d = g_cfg[DM];
+    int32_t *ids = malloc((size_t)(B * N) * 4), lens[8];
+    char err[256];
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "src", ids, B * N, err, sizeof(err)),
+                     CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, err, sizeof(err)),
+                     CLF_SUCCESS);
+    clf_tensor *vl = fixture("src_valid_lens", NULL);
+    clf_encoder *enc = load_encoder();
+    int64_t os[3] = {B, N, d}, os1[3] = {1, N, d}, is1[2] = {1, N}, one = 1;
+    clf_tensor *out = tensor_poisoned(CLF_F32, 3, os);
+    CLF_OK(clf_encoder_forward(enc, src, vl, out));
+    float *all = tensor_to_host(out);
+    for (int64_t b = 0; b < B; b++) {
+        clf_tensor *s1 = tensor_from(CLF_I32, 2, is1, ids + b * N);
+        clf_tensor *l1 = tensor_from(CLF_I32, 1, &one, &lens[b]);
+        clf_tensor *o1 = tensor_poisoned(CLF_F32, 3, os1);
+        CLF_OK(clf_encoder_forward(enc, s1, l1, o1));
+        float *g = tensor_to_host(o1);
+        double *want = malloc((size_t)(N * d) * sizeof(double));
+        for (int64_t i = 0; i < N * d; i++)
+            want[i] = all[b * N * d + i];
+        check_close("sequence alone vs in batch", g, want, N * d, 1e-6, 1e-5);
+        free(g);
+        free(want);
+        clf_tensor_free(s1);
+        clf_tensor_free(l1);
+        clf_tensor_free(o1);
+    }
+    free(all);
+    free(ids);
+    clf_tensor_free(out);
+    clf_tensor_free(src);
+    clf_tensor_free(vl);
+    clf_encoder_free(enc);
+}
+
+static void test_decoder_matches_pytorch(void **state) {
+    (void)state;
+    open_fixtures();
+    const clf_st_info *ti, *ei;
+    clf_tensor *tgt = fixture("tgt", &ti), *enc_out = fixture("enc_outputs", &ei);
+    clf_tensor *vl = fixture("src_valid_lens", NULL);
+    const int64_t B = ti->shape[0], T = ti->shape[1], V = g_cfg[TGT_V];
+    clf_decoder *dec = load_decoder();
+    CLF_OK(clf_decoder_init_state(dec, enc_out, vl, 16));
+    int64_t ls[3] = {B, T, V};
+    clf_tensor *logits = tensor_poisoned(CLF_F32, 3, ls);
+    CLF_OK(clf_decoder_step(dec, tgt, logits)); /* training mode: all T at once, causal */
+    assert_int_equal(clf_decoder_length(dec), T);
+    float *full = tensor_to_host(logits);
+    double *want = fixture_f64("logits", B * T * V);
+    double e = rel_err(full, want, B * T * V);
+    print_message("training-mode logits vs PyTorch (float64): max error %.3g of max |logit|\n", e);
+    assert_true(e <= 1e-4);
+
+    /* incremental decoding, one token at a time through the cache, gives the same logits */
+    int32_t *ids = malloc((size_t)(B * T) * 4);
+    char err[256];
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "tgt", ids, B * T, err, sizeof(err)),
+                     CLF_SUCCESS);
+    CLF_OK(clf_decoder_reset(dec));
+    int64_t is1[2] = {B, 1}, ls1[3] = {B, 1, V};
+    clf_tensor *step_ids = tensor_poisoned(CLF_I32, 2, is1);
+    clf_tensor *step_logits = tensor_poisoned(CLF_F32, 3, ls1);
+    double *full_d = malloc((size_t)(B * V) * sizeof(double));
+    int32_t col[16];
+    double worst = 0;
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t b = 0; b < B; b++)
+            col[b] = ids[b * T + t];
+        CLF_OK(clf_tensor_write(step_ids, col, (size_t)B * 4));
+        CLF_OK(clf_decoder_step(dec, step_ids, step_logits));
+        float *g = tensor_to_host(step_logits);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t v = 0; v < V; v++)
+                full_d[b * V + v] = full[(b * T + t) * V + v];
+        worst = fmax(worst, rel_err(g, full_d, B * V));
+        free(g);
+    }
+    print_message("incremental (KV cache) vs full-sequence logits: max error %.3g\n", worst);
+    assert_true(worst <= 1e-5);
+    assert_int_equal(clf_decoder_length(dec), T);
+
+    /* past max_len: refused, nothing changes */
+    clf_tensor *long_ids = NULL;
+    int64_t ls_[2] = {B, 16 - T + 1};
+    CLF_OK(clf_tensor_create(g_ctx, CLF_I32, 2, ls_, &long_ids));
+    CLF_OK(clf_tensor_fill(long_ids, 3));
+    int64_t lls[3] = {B, ls_[1], V};
+    clf_tensor *long_logits = tensor_poisoned(CLF_F32, 3, lls);
+    assert_int_equal(clf_decoder_step(dec, long_ids, long_logits), CLF_ERROR_SIZE_LIMIT);
+    assert_int_equal(clf_decoder_length(dec), T);
+    float *lg = tensor_to_host(long_logits);
+    assert_true(isnan(lg[0]));
+    free(lg);
+    /* wrong logits shape, wrong batch */
+    assert_int_equal(clf_decoder_step(dec, step_ids, logits), CLF_ERROR_SHAPE_MISMATCH);
+    int64_t is2[2] = {B + 1, 1};
+    clf_tensor *bad_ids = tensor_poisoned(CLF_I32, 2, is2);
+    assert_int_equal(clf_decoder_step(dec, bad_ids, step_logits), CLF_ERROR_SHAPE_MISMATCH);
+    /* a token id out of range */
+    CLF_OK(clf_tensor_fill(step_ids, (double)V));
+    assert_int_equal(clf_decoder_step(dec, step_ids, step_logits), CLF_ERROR_OUT_OF_RANGE);
+    assert_int_equal(clf_decoder_length(dec), T);
+
+    /* recorded weights: rows sum to 1 over the visible keys */
+    CLF_OK(clf_decoder_reset(dec));
+    CLF_OK(clf_decoder_record_weights(dec, 1));
+    CLF_OK(clf_decoder_step(dec, tgt, logits));
+    float *rec = tensor_to_host(logits);
+    assert_true(rel_err(rec, want, B * T * V) <= 1e-4);
+    const clf_tensor *ws = clf_decoder_attention_weights(dec, 1, 0);
+    const clf_tensor *wc = clf_decoder_attention_weights(dec, 1, 1);
+    assert_non_null(ws);
+    assert_non_null(wc);
+    assert_int_equal(clf_tensor_dim(ws, 3), T);
+    assert_int_equal(clf_tensor_dim(wc, 3), ei->shape[1]);
+    float *sw = tensor_to_host(ws);
+    for (int64_t q = 0; q < T; q++) { /* batch 0, head 0: causal */
+        double s = 0;
+        for (int64_t k = 0; k < T; k++) {
+            if (k > q) assert_true(sw[q * T + k] == 0.0f);
+            s += sw[q * T + k];
+        }
+        assert_true(fabs(s - 1.0) < 1e-5);
+    }
+    free(sw);
+    free(rec);
+    CLF_OK(clf_decoder_record_weights(dec, 0));
+
+    free(ids);
+    free(full);
+    free(full_d);
+    free(want);
+    clf_tensor_free(bad_ids);
+    clf_tensor_free(long_ids);
+    clf_tensor_free(long_logits);
+    clf_tensor_free(step_ids);
+    clf_tensor_free(step_logits);
+    clf_tensor_free(logits);
+    clf_tensor_free(tgt);
+    clf_tensor_free(enc_out);
+    clf_tensor_free(vl);
+    clf_decoder_free(dec);
+}
+
+static int g_steps_seen;
+static void on_step(void *user, const clf_decoder *dec, int64_t step) {
+    (void)user;
+    assert_int_equal(clf_decoder_length(dec), step + 1);
+    g_steps_seen++;
+}
+
+static void test_greedy_matches_pytorch(void **state) {
+    (void)state;
+    open_fixtures();
+    const clf_st_info *si;
+    clf_tensor *src = fixture("src", &si), *vl = fixture("src_valid_lens", NULL);
+    const int64_t B = si->shape[0], M = g_cfg[MAXSTEPS];
+    clf_encoder *enc = load_encoder();
+    clf_decoder *dec = load_decoder();
+    clf_greedy_params p = {g_cfg[BOS], g_cfg[EOS], M, on_step, NULL};
+    int32_t *tokens = malloc((size_t)(B * M) * 4), *want = malloc((size_t)(B * M) * 4);
+    int32_t want_len[8];
+    int64_t lengths[8];
+    char err[256];
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, err, sizeof(err)),
+                     CLF_SUCCESS);
+    assert_int_equal(
+        clf_safetensors_read_i32(g_fx, "greedy_lengths", want_len, B, err, sizeof(err)),
+        CLF_SUCCESS);
+    g_steps_seen = 0;
+    CLF_OK(clf_greedy_decode(enc, dec, src, vl, &p, tokens, lengths));
+    int64_t longest = 0;
+    for (int64_t b = 0; b < B; b++) {
+        assert_int_equal(lengths[b], want_len[b]);
+        longest = lengths[b] > longest ? lengths[b] : longest;
+        for (int64_t i = 0; i < M; i++)
+            if (tokens[b * M + i] != want[b * M + i])
+                fail_msg("sequence %lld token %lld: %d, PyTorch %d", (long long)b, (long long)i,
+                         tokens[b * M + i], want[b * M + i]);
+    }
+    /* it stops when every sequence has ended: at eos after the longest, or at max_steps */
+    assert_int_equal(g_steps_seen, longest < M ? longest + 1 : M);
+    print_message("greedy: %lld sequences, lengths %lld %lld %lld, identical to PyTorch\n",
+                  (long long)B, (long long)lengths[0], (long long)lengths[1],
+                  (long long)lengths[2]);
+    /* bad arguments */
+    clf_greedy_params bad = p;
+    bad.max_steps = 0;
+    assert_int_equal(clf_greedy_decode(enc, dec, src, vl, &bad, tokens, lengths),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    bad = p;
+    bad.max_steps = 5000; /* over max_len 1000 */
+    assert_int_equal(clf_greedy_decode(enc, dec, src, vl, &bad, tokens, lengths),
+                     CLF_ERROR_SIZE_LIMIT);
+    free(tokens);
+    free(want);
+    clf_tensor_free(src);
+    clf_tensor_free(vl);
+    clf_encoder_free(enc);
+    clf_decoder_free(dec);
+}
+
+/* Bad weights: missing tensors, wrong shapes, a bad config — clear errors naming the tensor. */
+static void test_bad_weights(void **state) {
+    (void)state;
+    open_fixtures();
+    clf_encoder *enc = NULL;
+    clf_decoder *dec = NULL;
+    clf_transformer_config c = enc_cfg();
+    /* wrong prefix: every tensor is missing */
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encodr.", &c, &enc), CLF_ERROR_BAD_FORMAT);
+    assert_null(enc);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "encodr.embedding.weight"));
+    /* the decoder has no attention biases: asking for them finds them missing */
+    clf_transformer_config dc = dec_cfg();
+    dc.use_bias = 1;
+    assert_int_equal(clf_decoder_load(g_ctx, g_w, "decoder.", &dc, &dec), CLF_ERROR_BAD_FORMAT);
+    assert_null(dec);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "bias"));
+    /* wrong sizes: FFN and vocabulary */
+    c = enc_cfg();
+    c.ffn_num_hiddens += 1;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc), CLF_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "ffn.dense1.weight"));
+    c = enc_cfg();
+    c.vocab_size = 50;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc), CLF_ERROR_SHAPE_MISMATCH);
+    /* configs that cannot work */
+    c = enc_cfg();
+    c.num_heads = 5;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    c = enc_cfg();
+    c.key_size = 16;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    c = enc_cfg();
+    c.norm_eps = 0;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", NULL, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_encoder_load(g_ctx, NULL, "encoder.", &c, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    /* the encoder's weights are not a BERT model */
+    c = enc_cfg();
+    c.arch = CLF_ARCH_BERT;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "", &c, &enc), CLF_ERROR_BAD_FORMAT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "word_embeddings"));
+    /* a sequence longer than max_len */
+    c = enc_cfg();
+    c.max_len = 4;
+    CLF_OK(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc));
+    int64_t is[2] = {1, 5}, os[3] = {1, 5, g_cfg[DM]};
+    clf_tensor *ids = NULL, *out = tensor_poisoned(CLF_F32, 3, os);
+    CLF_OK(clf_tensor_create(g_ctx, CLF_I32, 2, is, &ids));
+    CLF_OK(clf_tensor_fill(ids, 3));
+    assert_int_equal(clf_encoder_forward(enc, ids, NULL, out), CLF_ERROR_SIZE_LIMIT);
+    float *o = tensor_to_host(out);
+    assert_true(isnan(o[0]));
+    free(o);
+    clf_tensor_free(ids);
+    clf_tensor_free(out);
+    clf_encoder_free(enc);
+    /* decoder calls before init_state */
+    dc = dec_cfg();
+    CLF_OK(clf_decoder_load(g_ctx, g_w, "decoder.", &dc, &dec));
+    int64_t s1[2] = {1, 1}, l1[3] = {1, 1, g_cfg[TGT_V]};
+    clf_tensor *i1 = NULL, *lo = tensor_poisoned(CLF_F32, 3, l1);
+    CLF_OK(clf_tensor_create(g_ctx, CLF_I32, 2, s1, &i1));
+    assert_int_equal(clf_decoder_step(dec, i1, lo), CLF_ERROR_INVALID_ARGUMENT);
+    clf_tensor_free(i1);
+    clf_tensor_free(lo);
+    clf_decoder_free(dec);
+}
+
+/* argmax against a C reference: awkward row lengths, ties (first index wins), -inf rows. */
+static void test_argmax(void **state) {
+    (void)state;
+    const int64_t ns[] = {1, 7, 203, 1000, 4099};
+    const int64_t wgs[] = {1, 64};
+    for (size_t w = 0; w < 2; w++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.ARGMAX_WG", wgs[w]));
+        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+            const int64_t n = ns[i], rows = 5;
+            float *x = malloc((size_t)(rows * n) * sizeof(float));
+            for (int64_t j = 0; j < rows * n; j++)
+                x[j] = (float)rng_int(-50, 50);
+            for (int64_t j = 0; j < n; j++)
+                x[3 * n + j] = -INFINITY; /* all -inf: index 0 */
+            int64_t xs[2] = {rows, n}, os = rows;
+            clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x);
+            clf_tensor *to = tensor_poisoned(CLF_I32, 1, &os);
+            CLF_OK(clf_argmax(g_ctx, tx, to));
+            int32_t got[5];
+            CLF_OK(clf_tensor_read(to, got, sizeof(got)));
+            for (int64_t r = 0; r < rows; r++) {
+                int64_t best = 0;
+                for (int64_t j = 1; j < n; j++)
+                    if (x[r * n + j] > x[r * n + best]) best = j;
+                if (got[r] != best)
+                    fail_msg("argmax n=%lld wg=%lld row %lld: %d, want %lld", (long long)n,
+                             (long long)wgs[w], (long long)r, got[r], (long long)best);
+            }
+            free(x);
+            clf_tensor_free(tx);
+            clf_tensor_free(to);
+        }
+    }
+    int64_t ds;
+    CLF_OK(clf_context_get_tunable(g_ctx, "elementwise.ARGMAX_WG", &ds));
+    int64_t xs[2] = {2, 3}, bad = 3;
+    clf_tensor *tx = tensor_poisoned(CLF_F32, 2, xs), *to = tensor_poisoned(CLF_I32, 1, &bad);
+    assert_int_equal(clf_argmax(g_ctx, tx, to), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_argmax(g_ctx, to, tx), CLF_ERROR_UNSUPPORTED); /* dtypes swapped */
+    clf_tensor_free(tx);
+    clf_tensor_free(to);
+}
+
+int main(void) {
+    rng_seed(6);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_encoder_matches_pytorch),
+        cmocka_unit_test(test_batch_equals_alone),
+        cmocka_unit_test(test_decoder_matches_pytorch),
+        cmocka_unit_test(test_greedy_matches_pytorch),
+        cmocka_unit_test(test_bad_weights),
+    };
+    int rc = HARNESS_RUN("model", tests);
+    clf_safetensors_close(g_w);
+    clf_safetensors_close(g_fx);
+    return rc;
+}
