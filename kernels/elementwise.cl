@@ -4,6 +4,8 @@
  *             GELU (tanh)); in place allowed.
  *   add:      y = a + b over n elements (residual add); in place allowed.
  *   argmax_rows: index of each row's largest element (greedy decoding).
+ *   linear_rows: y = act(x W^T + bias) for a few rows of x (decoding): each weight is read once
+ *             per SK_ROWS rows, where a GEMM would pad the rows to a whole tile.
  * Each work-item handles VW consecutive floats; a row's last partial vector goes element-wise.
  *
  * GELU (erf) with ERF_POLY uses Abramowitz & Stegun 7.1.26, |erf error| <= 1.5e-7 absolute, so
@@ -22,6 +24,15 @@
 #endif
 #ifndef ARGMAX_WG
 #define ARGMAX_WG 1 /* work-items per row of argmax_rows (power of two) */
+#endif
+#ifndef SK_ROWS
+#define SK_ROWS 4 /* rows of x per launch of linear_rows */
+#endif
+#ifndef SK_OPI
+#define SK_OPI 4 /* output columns per work-group of linear_rows */
+#endif
+#ifndef SK_LW
+#define SK_LW 1 /* work-items sharing a row of w in linear_rows (power of two) */
 #endif
 #ifndef ERF_POLY
 #define ERF_POLY 1 /* 1: erf by polynomial + exp (vectorizes); 0: the builtin erf */
@@ -159,4 +170,63 @@ argmax_rows(const __global float *x, /* (rows, n) */
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (l == 0) out[row] = li[0] == n ? 0 : li[0];
+}
+
+/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]) for rows row0 .. row0 + rows - 1, rows <=
+ * SK_ROWS. A work-group computes SK_OPI output columns for all its rows; its SK_LW work-items
+ * split the length of a row of w (coalesced on GPUs) and meet in a local-memory tree. */
+__kernel __attribute__((reqd_work_group_size(SK_LW, 1, 1))) void
+linear_rows(const __global float *x,                                  /* (*, in) */
+            const long row0, const int rows, const __global float *w, /* (out, in) */
+            const __global float *bias,                           /* (out); unused if !has_bias */
+            const int has_bias, const int act, __global float *y, /* (*, out) */
+            const int in, const int out) {
+    const int l = (int)get_local_id(0);
+    const int o0 = (int)get_group_id(0) * SK_OPI;
+    x += row0 * (long)in;
+    y += row0 * (long)out;
+    floatV acc[SK_OPI][SK_ROWS];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++)
+            acc[j][r] = (floatV)(0.0f);
+    const int nv = in / VW;
+    for (int c = l; c < nv; c += SK_LW) {
+        floatV xv[SK_ROWS];
+        for (int r = 0; r < SK_ROWS; r++)
+            xv[r] = r < rows ? VLOAD(c, x + r * (long)in) : (floatV)(0.0f);
+        for (int j = 0; j < SK_OPI; j++) {
+            if (o0 + j >= out) break;
+            const floatV wv = VLOAD(c, w + (long)(o0 + j) * in);
+            for (int r = 0; r < SK_ROWS; r++)
+                acc[j][r] = fma(xv[r], wv, acc[j][r]);
+        }
+    }
+    float s[SK_OPI][SK_ROWS];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++)
+            s[j][r] = HSUM(acc[j][r]);
+    for (int i = nv * VW + l; i < in; i += SK_LW)
+        for (int j = 0; j < SK_OPI && o0 + j < out; j++)
+            for (int r = 0; r < rows; r++)
+                s[j][r] = fma(x[r * (long)in + i], w[(long)(o0 + j) * in + i], s[j][r]);
+#if SK_LW > 1
+    __local float red[SK_LW];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++) {
+            red[l] = s[j][r];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int h = SK_LW / 2; h > 0; h >>= 1) {
+                if (l < h) red[l] += red[l + h];
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            s[j][r] = red[0];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
+    if (l != 0) return;
+    for (int j = 0; j < SK_OPI && o0 + j < out; j++) {
+        const float b = has_bias ? bias[o0 + j] : 0.0f;
+        for (int r = 0; r < rows; r++)
+            y[r * (long)out + o0 + j] = act_s(s[j][r] + b, act);
+    }
 }

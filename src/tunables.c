@@ -22,6 +22,7 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act"},
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
     [CLF_K_ARGMAX] = {CLF_PROG_ELEMENTWISE, "argmax_rows"},
+    [CLF_K_LINEAR_ROWS] = {CLF_PROG_ELEMENTWISE, "linear_rows"},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled"},
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine"},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t"},
@@ -51,6 +52,10 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1, 0},
     /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
     {"elementwise.ARGMAX_WG", CLF_PROG_ELEMENTWISE, 1, 256, 64, 1, 1024, 1, 0},
+    {"elementwise.SK_ROWS", CLF_PROG_ELEMENTWISE, 4, 4, 4, 0, 16, 1, 0},
+    {"elementwise.SK_OPI", CLF_PROG_ELEMENTWISE, 4, 1, 1, 0, 16, 1, 0},
+    {"elementwise.SK_LW", CLF_PROG_ELEMENTWISE, 1, 64, 16, 1, 1024, 1, 0},
+    {"elementwise.SKINNY_MAX", CLF_PROG_ELEMENTWISE, 16, 8, 8, 0, 1024, 0, 1},
     {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 0},
     /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
      * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group; BK keys per tile;

@@ -147,12 +147,11 @@ static void test_strided_heads(void **state) {
     clf_tensor_free(ts);
 }
 
-static void test_linear(void **state) {
-    (void)state;
-    rng_seed(54);
-    const int64_t in = 77, out = 129;
-    int64_t xs[3] = {2, 9, in}, ws[2] = {out, in}, ys[3] = {2, 9, out};
-    const int64_t rows = 18;
+/* clf_linear on x (lead, per, in) against the double reference, every activation, with and
+ * without bias. */
+static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
+    int64_t xs[3] = {lead, per, in}, ws[2] = {out, in}, ys[3] = {lead, per, out};
+    const int64_t rows = lead * per;
     float *x = random_floats(rows * in), *w = random_floats(out * in), *b = random_floats(out);
     clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
     clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b);
@@ -183,6 +182,51 @@ static void test_linear(void **state) {
             clf_tensor_free(ty);
         }
     }
+    free(x);
+    free(w);
+    free(b);
+    free(lin);
+    free(mag);
+    clf_tensor_free(tx);
+    clf_tensor_free(tw);
+    clf_tensor_free(tb);
+}
+
+/* A few rows (decoding) take the linear_rows kernel: every tunable style, rows around its
+ * chunk size, awkward widths. */
+static void test_linear_few_rows(void **state) {
+    (void)state;
+    rng_seed(55);
+    const int64_t styles[3][4] = {{0, 0, 0, 0}, {4, 1, 64, 4}, {3, 3, 2, 1}}; /* ROWS OPI LW VW */
+    const int64_t rows[] = {1, 3, 4, 5, 16}, ins[] = {77, 515}, outs[] = {1, 203};
+    const char *names[] = {"elementwise.SK_ROWS", "elementwise.SK_OPI", "elementwise.SK_LW",
+                           "elementwise.VW"};
+    int64_t defaults[4];
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    for (int st = 0; st < 3; st++) {
+        if (st > 0) {
+            for (int i = 0; i < 4; i++)
+                CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
+        }
+        for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+            for (size_t i = 0; i < 2; i++)
+                for (size_t o = 0; o < 2; o++)
+                    linear_case(1, rows[r], ins[i], outs[o]);
+    }
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+}
+
+static void test_linear(void **state) {
+    (void)state;
+    rng_seed(54);
+    linear_case(2, 9, 77, 129); /* 18 rows: the GEMM path */
+    const int64_t in = 77, out = 129;
+    int64_t xs[3] = {2, 9, in}, ws[2] = {out, in}, ys[3] = {2, 9, out};
+    float *x = random_floats(18 * in), *w = random_floats(out * in), *b = random_floats(out);
+    clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
+    clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b);
     /* Bad input: nothing is written. */
     clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
     int64_t ws_bad[2] = {out, in + 1}, ys_bad[3] = {2, 8, out}, one = out + 1;
@@ -199,7 +243,7 @@ static void test_linear(void **state) {
                      CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_linear(g_ctx, tx, NULL, tb, CLF_ACT_RELU, ty), CLF_ERROR_INVALID_ARGUMENT);
     float *after = tensor_to_host(ty);
-    for (int64_t i = 0; i < rows * out; i++)
+    for (int64_t i = 0; i < 18 * out; i++)
         assert_true(isnan(after[i]));
     free(after);
     /* matmul shape errors. */
@@ -210,8 +254,6 @@ static void test_linear(void **state) {
     free(x);
     free(w);
     free(b);
-    free(lin);
-    free(mag);
     clf_tensor_free(tx);
     clf_tensor_free(tw);
     clf_tensor_free(tb);
@@ -223,10 +265,9 @@ static void test_linear(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_shapes),
-        cmocka_unit_test(test_matmul_batched),
-        cmocka_unit_test(test_strided_heads),
-        cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_strided_heads),   cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_few_rows),
     };
     return HARNESS_RUN("gemm", tests);
 }

@@ -448,6 +448,19 @@ CLF_API clf_status clf_safetensors_load(clf_context *ctx, const clf_safetensors 
                                         const char *name, int ndim, const int64_t *shape,
                                         clf_tensor **out);
 
+/* One tensor to write: F32 or I32 data (host, row-major), ndim 0 .. CLF_ST_MAX_DIMS. */
+typedef struct clf_st_entry {
+    const char *name;
+    clf_st_dtype dtype; /* CLF_ST_F32 or CLF_ST_I32 */
+    int ndim;
+    const int64_t *shape;
+    const void *data;
+} clf_st_entry;
+
+/* Writes a safetensors file (through a temporary file renamed into place). */
+CLF_API clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
+                                         char *err, size_t err_size);
+
 /* ---------------------------------------------------------------- Transformer models
  * The seeds' (d2l) Transformer and BERT-style encoders built from the ops above.
  *

@@ -169,6 +169,33 @@ clf_status clf_matmul(clf_context *ctx, clf_transpose ta, clf_transpose tb, floa
                                     0, b->shape[nd - 1], k * n, beta, c, 0, n, m * n, batch);
 }
 
+/* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
+static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
+                              const clf_tensor *w, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y, int64_t out) {
+    clf_status st = clf__check_int(ctx, in, "linear input size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
+    cl_kernel k;
+    if (st == CLF_SUCCESS) st = clf__kernel(ctx, CLF_K_LINEAR_ROWS, &k);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t chunk = clf__tun(ctx, "elementwise.SK_ROWS");
+    const int64_t opi = clf__tun(ctx, "elementwise.SK_OPI");
+    const size_t lw = (size_t)clf__tun(ctx, "elementwise.SK_LW");
+    const size_t global = (size_t)((out + opi - 1) / opi) * lw;
+    cl_mem bm = bias ? bias->mem : w->mem;
+    cl_int has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in, c_out = (cl_int)out;
+    for (int64_t r0 = 0; r0 < rows && st == CLF_SUCCESS; r0 += chunk) {
+        cl_long c_r0 = r0;
+        cl_int c_rows = (cl_int)(rows - r0 < chunk ? rows - r0 : chunk);
+        st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_long), &c_r0, sizeof(cl_int),
+                           &c_rows, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int),
+                           &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem,
+                           sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
+        if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 1, &global, &lw);
+    }
+    return st;
+}
+
 clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
                       const clf_tensor *bias, clf_activation act, clf_tensor *y) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
@@ -193,6 +220,8 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (act < CLF_ACT_IDENTITY || act > CLF_ACT_GELU_TANH)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
+    if (rows <= clf__tun(ctx, "elementwise.SKINNY_MAX"))
+        return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
     if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;

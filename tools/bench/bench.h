@@ -32,11 +32,14 @@ typedef struct bench_result {
     int ndim;
     int64_t shape[8];
     double ms, gflops, gbps, pct_peak;
-    const char *bound; /* "memory" or "compute" */
-    int tuned;         /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
-    char params[96];   /* GEMM: where the parameters came from */
-    double mem_bytes;  /* device memory the call needed (attention), 0 if not reported */
-    char note[96];     /* e.g. why a record has no time */
+    const char *bound;   /* "memory" or "compute" */
+    int tuned;           /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
+    char params[96];     /* GEMM: where the parameters came from */
+    double mem_bytes;    /* device memory the call needed (attention), 0 if not reported */
+    char note[96];       /* e.g. why a record has no time */
+    double tokens_per_s; /* layer records: tokens processed per second */
+    int64_t context;     /* decoder_step: tokens in the KV cache */
+    int64_t launches;    /* encoder_layer: kernels + CLBlast calls per layer */
 } bench_result;
 
 typedef struct bench_results {
@@ -65,6 +68,8 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
 int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r);
 /* Attention records: tiled vs naive at growing N, and the decode path. */
 int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r);
+/* Layer records: encoder_layer (FMA peak fraction, tokens/s) and decoder_step per context. */
+int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Fills pct_peak of compute-bound records once the FMA peak is known. */
 void bench_gemm_finish(const bench_peaks *p, bench_results *r);
 int bench_add_result(bench_results *r, const bench_result *x);

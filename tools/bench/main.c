@@ -66,7 +66,8 @@ static void usage(FILE *f) {
                "                  (default: $CLF_DEVICE, else the first GPU, else the first CPU)\n"
                "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
                "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,posenc,\n"
-               "                  embedding_posenc,bias_gelu,add\n"
+               "                  embedding_posenc,bias_gelu,add, gemm, attention_tiled,\n"
+               "                  attention_naive, attention_decode, encoder_layer, decoder_step\n"
                "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
                "  --json FILE     write the results as JSON\n"
                "  --csv FILE      write the op results as CSV\n"
@@ -242,6 +243,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
     if (bench_attention_run(ctx, &o, &results)) goto done;
+    if (bench_model_run(ctx, &o, &results)) goto done;
     bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
     if (c->compare) bench_compare_results(&results, &base, c->threshold, stdout);

@@ -46,6 +46,9 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
                : x->tuned == 0 ? ", CLBlast defaults"
                                : "",
                x->tuned == 1 ? x->params : "");
+        if (x->tokens_per_s > 0)
+            printf("%-18s   %.1f tokens/s%s", "", x->tokens_per_s, x->launches > 0 ? "" : "\n");
+        if (x->launches > 0) printf(", %lld launches per layer\n", (long long)x->launches);
     }
 }
 
@@ -88,6 +91,9 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON_AddStringToObject(o, "bound", x->bound);
         if (x->mem_bytes > 0) cJSON_AddNumberToObject(o, "mem_bytes", x->mem_bytes);
         if (x->note[0]) cJSON_AddStringToObject(o, "note", x->note);
+        if (x->tokens_per_s > 0) cJSON_AddNumberToObject(o, "tokens_per_s", x->tokens_per_s);
+        if (x->context > 0) cJSON_AddNumberToObject(o, "context", (double)x->context);
+        if (x->launches > 0) cJSON_AddNumberToObject(o, "launches_per_layer", (double)x->launches);
         if (x->tuned >= 0) {
             cJSON_AddBoolToObject(o, "tuned", x->tuned);
             cJSON_AddStringToObject(o, "params", x->params);
@@ -114,16 +120,17 @@ int bench_write_csv(const char *path, const bench_results *r) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
         return 1;
     }
-    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound,tuned\n");
+    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound,tuned,tokens_per_s,context\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
         char s[64] = "";
         shape_str(x, s, sizeof(s));
-        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s,%s\n", x->op, s, x->ms, x->gflops, x->gbps,
-                x->pct_peak, x->bound,
+        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s,%s,%.2f,%lld\n", x->op, s, x->ms, x->gflops,
+                x->gbps, x->pct_peak, x->bound,
                 x->tuned == 1   ? "yes"
                 : x->tuned == 0 ? "no"
-                                : "");
+                                : "",
+                x->tokens_per_s, (long long)x->context);
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);

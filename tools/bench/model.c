@@ -1,0 +1,275 @@
+/*
+ * model.c — clformer-bench's layer records: one encoder layer (d 512, 8 heads, FFN 2048,
+ * B 8 x N 512) as a fraction of the FMA peak with tokens/s and launches per layer, and one
+ * decoder step with the KV cache at growing contexts (per-token latency, bytes read as a
+ * fraction of the copy peak). Weights are random, written to a scratch safetensors file and
+ * loaded through the library's own loader.
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct wlist {
+    clf_st_entry e[64];
+    int64_t shapes[64][2];
+    char names[64][96];
+    float *data[64];
+    size_t n;
+} wlist;
+
+static int add(wlist *w, const char *prefix, const char *name, int64_t rows, int64_t cols,
+               double scale, uint64_t *seed) {
+    if (w->n == 64) return 1;
+    size_t i = w->n++;
+    snprintf(w->names[i], sizeof(w->names[i]), "%s%s", prefix, name);
+    w->shapes[i][0] = rows;
+    w->shapes[i][1] = cols;
+    const int64_t n = rows * (cols ? cols : 1);
+    w->data[i] = malloc((size_t)n * sizeof(float));
+    if (!w->data[i]) return 1;
+    for (int64_t j = 0; j < n; j++) {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        const double u = (double)(*seed >> 11) / 9007199254740992.0;
+        w->data[i][j] = (float)(scale < 0 ? 1.0 + 0.1 * (u - 0.5) : scale * (2 * u - 1));
+    }
+    w->e[i] = (clf_st_entry){w->names[i], CLF_ST_F32, cols ? 2 : 1, w->shapes[i], w->data[i]};
+    return 0;
+}
+
+static void wfree(wlist *w) {
+    for (size_t i = 0; i < w->n; i++)
+        free(w->data[i]);
+    w->n = 0;
+}
+
+/* The seeds' weight names for one encoder block (decoder: two attentions, three norms). */
+static int add_block(wlist *w, const char *pre, int decoder, int64_t d, int64_t f, uint64_t *seed) {
+    const double s = 1.0 / sqrt((double)d);
+    char n[160];
+    const char *atts[2] = {decoder ? "attention1" : "attention", "attention2"};
+    int rc = 0;
+    for (int a = 0; a < (decoder ? 2 : 1); a++) {
+        const char *proj[4] = {"W_q", "W_k", "W_v", "W_o"};
+        for (int p = 0; p < 4; p++) {
+            snprintf(n, sizeof(n), "%s.%s.weight", atts[a], proj[p]);
+            rc |= add(w, pre, n, d, d, s, seed);
+        }
+    }
+    for (int k = 1; k <= (decoder ? 3 : 2); k++) {
+        snprintf(n, sizeof(n), "addnorm%d.ln.weight", k);
+        rc |= add(w, pre, n, d, 0, -1, seed);
+        snprintf(n, sizeof(n), "addnorm%d.ln.bias", k);
+        rc |= add(w, pre, n, d, 0, 0.1, seed);
+    }
+    rc |= add(w, pre, "ffn.dense1.weight", f, d, s, seed);
+    rc |= add(w, pre, "ffn.dense1.bias", f, 0, 0.1, seed);
+    rc |= add(w, pre, "ffn.dense2.weight", d, f, 1.0 / sqrt((double)f), seed);
+    rc |= add(w, pre, "ffn.dense2.bias", d, 0, 0.1, seed);
+    return rc;
+}
+
+static int fail(clf_context *ctx, const char *what, clf_status st) {
+    fprintf(stderr, "clformer-bench: %s: %s: %s\n", what, clf_strerror(st),
+            clf_context_last_error(ctx));
+    return 1;
+}
+
+static int write_model(const char *path, int decoder, int64_t V, int64_t d, int64_t f) {
+    wlist *w = calloc(1, sizeof(wlist));
+    if (!w) return 1;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    int rc = add(w, "", "embedding.weight", V, d, 1.0, &seed);
+    rc |= add_block(w, "blks.block0.", decoder, d, f, &seed);
+    if (decoder) {
+        rc |= add(w, "", "dense.weight", V, d, 1.0 / sqrt((double)d), &seed);
+        rc |= add(w, "", "dense.bias", V, 0, 0.1, &seed);
+    }
+    char err[512];
+    if (!rc && clf_safetensors_write(path, w->e, w->n, err, sizeof(err)) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", err);
+        rc = 1;
+    }
+    wfree(w);
+    free(w);
+    return rc;
+}
+
+static clf_tensor *random_tensor(clf_context *ctx, clf_dtype dt, int nd, const int64_t *shape,
+                                 int64_t vocab, int *bad) {
+    clf_tensor *t = NULL;
+    if (clf_tensor_create(ctx, dt, nd, shape, &t) != CLF_SUCCESS) {
+        *bad = 1;
+        return NULL;
+    }
+    const int64_t n = clf_tensor_numel(t);
+    void *h = malloc((size_t)n * 4);
+    if (!h) {
+        *bad = 1;
+        return t;
+    }
+    uint64_t s = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        if (dt == CLF_I32)
+            ((int32_t *)h)[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
+        else
+            ((float *)h)[i] = (float)((double)(s >> 40) / 16777216.0 - 0.5);
+    }
+    if (clf_tensor_write(t, h, (size_t)n * 4) != CLF_SUCCESS) *bad = 1;
+    free(h);
+    return t;
+}
+
+static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path,
+                         bench_results *r) {
+    const int64_t B = 8, N = 512, d = 512, H = 8, F = 2048, V = 1000;
+    bench_progress("layer: encoder_layer B%lld N%lld d%lld H%lld F%lld", (long long)B, (long long)N,
+                   (long long)d, (long long)H, (long long)F);
+    if (write_model(path, 0, V, d, F)) return 1;
+    char err[512];
+    clf_safetensors *st = NULL;
+    if (clf_safetensors_open(path, &st, err, sizeof(err)) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", err);
+        return 1;
+    }
+    clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
+    clf_encoder *enc = NULL;
+    clf_status s = clf_encoder_load(ctx, st, "", &c, &enc);
+    clf_safetensors_close(st);
+    if (s != CLF_SUCCESS) return fail(ctx, "encoder_layer", s);
+    int bad = 0;
+    int64_t is[2] = {B, N}, os[3] = {B, N, d}, one = B;
+    clf_tensor *ids = random_tensor(ctx, CLF_I32, 2, is, V, &bad);
+    clf_tensor *out = random_tensor(ctx, CLF_F32, 3, os, 0, &bad);
+    clf_tensor *vl = random_tensor(ctx, CLF_I32, 1, &one, N / 2, &bad);
+    if (!bad) { /* lengths N/2 .. N: some masking, as in a real batch */
+        int32_t lens[8];
+        for (int i = 0; i < 8; i++)
+            lens[i] = (int32_t)(N - i * 17);
+        bad = clf_tensor_write(vl, lens, sizeof(lens)) != CLF_SUCCESS;
+    }
+    s = bad ? CLF_ERROR_INTERNAL : clf_encoder_forward(enc, ids, vl, out);
+    if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+    double t[8];
+    const int samples = o->quick ? 3 : 5;
+    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
+        const double t0 = bench_now_ms();
+        s = clf_encoder_forward(enc, ids, vl, out);
+        if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+        t[i] = bench_now_ms() - t0;
+    }
+    const int64_t launches = clf_encoder_launches_per_layer(enc);
+    clf_tensor_free(ids);
+    clf_tensor_free(out);
+    clf_tensor_free(vl);
+    clf_encoder_free(enc);
+    if (s != CLF_SUCCESS) return fail(ctx, "encoder_layer", s);
+    bench_result res;
+    memset(&res, 0, sizeof(res));
+    snprintf(res.op, sizeof(res.op), "encoder_layer");
+    res.ndim = 5;
+    const int64_t sh[5] = {B, N, d, H, F};
+    memcpy(res.shape, sh, sizeof(sh));
+    res.tuned = -1;
+    res.bound = "compute";
+    res.ms = bench_median(t, samples);
+    /* embedding excluded: per token 2 (4 d^2 + 2 d F) for the projections and FFN, plus
+     * 4 N d for QK^T and PV over all keys */
+    const double flops = (double)(B * N) * (2.0 * (4.0 * d * d + 2.0 * d * F) + 4.0 * N * d);
+    res.gflops = flops / (res.ms * 1e6);
+    res.tokens_per_s = (double)(B * N) / (res.ms / 1000.0);
+    res.launches = launches;
+    return bench_add_result(r, &res);
+}
+
+static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path,
+                         bench_results *r) {
+    const int64_t d = 512, H = 8, F = 2048, V = 1000, Ns = 64;
+    const int64_t contexts[] = {64, 512, 2048};
+    if (write_model(path, 1, V, d, F)) return 1;
+    char err[512];
+    clf_safetensors *st = NULL;
+    if (clf_safetensors_open(path, &st, err, sizeof(err)) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", err);
+        return 1;
+    }
+    clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
+    c.max_len = 4096;
+    clf_decoder *dec = NULL;
+    clf_status s = clf_decoder_load(ctx, st, "", &c, &dec);
+    clf_safetensors_close(st);
+    if (s != CLF_SUCCESS) return fail(ctx, "decoder_step", s);
+    int bad = 0;
+    int64_t es[3] = {1, Ns, d}, one[2] = {1, 1}, ls[3] = {1, 1, V};
+    clf_tensor *enc = random_tensor(ctx, CLF_F32, 3, es, 0, &bad);
+    clf_tensor *tok = random_tensor(ctx, CLF_I32, 2, one, V, &bad);
+    clf_tensor *logits = random_tensor(ctx, CLF_F32, 3, ls, 0, &bad);
+    int rc = bad;
+    for (size_t ci = 0; ci < 3 && !rc; ci++) {
+        const int64_t ctxlen = contexts[ci];
+        bench_progress("layer: decoder_step context %lld", (long long)ctxlen);
+        const int samples = o->quick ? 8 : 16;
+        int64_t ps[2] = {1, ctxlen - 1}, pl[3] = {1, ctxlen - 1, V};
+        clf_tensor *prompt = random_tensor(ctx, CLF_I32, 2, ps, V, &bad);
+        clf_tensor *plog = random_tensor(ctx, CLF_F32, 3, pl, 0, &bad);
+        s = bad ? CLF_ERROR_INTERNAL : clf_decoder_init_state(dec, enc, NULL, ctxlen + samples + 1);
+        /* prefill ctxlen - 1 tokens at once, then time single-token steps at context ctxlen */
+        if (s == CLF_SUCCESS) s = clf_decoder_step(dec, prompt, plog);
+        if (s == CLF_SUCCESS) s = clf_decoder_step(dec, tok, logits); /* warm-up step */
+        if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+        double t[16];
+        for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
+            const double t0 = bench_now_ms();
+            s = clf_decoder_step(dec, tok, logits);
+            if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+            t[i] = bench_now_ms() - t0;
+        }
+        clf_tensor_free(prompt);
+        clf_tensor_free(plog);
+        if (s != CLF_SUCCESS) {
+            rc = fail(ctx, "decoder_step", s);
+            break;
+        }
+        bench_result res;
+        memset(&res, 0, sizeof(res));
+        snprintf(res.op, sizeof(res.op), "decoder_step");
+        res.ndim = 5;
+        const int64_t sh[5] = {1, ctxlen, d, H, F};
+        memcpy(res.shape, sh, sizeof(sh));
+        res.tuned = -1;
+        res.bound = "memory";
+        res.ms = bench_median(t, samples);
+        res.context = ctxlen;
+        res.tokens_per_s = 1000.0 / res.ms;
+        /* bytes a step must read: every weight once (self QKV + O, cross Q + O, FFN, output
+         * layer), the self cache (ctxlen rows of K and V) and the cross K/V */
+        const double bytes =
+            4.0 * (6.0 * d * d + 2.0 * d * F + (double)V * d + 2.0 * ctxlen * d + 2.0 * Ns * d);
+        res.gbps = bytes / (res.ms * 1e6);
+        res.gflops =
+            2.0 * (6.0 * d * d + 2.0 * d * F + (double)V * d + 2.0 * ctxlen * d) / (res.ms * 1e6);
+        rc = bench_add_result(r, &res);
+    }
+    clf_tensor_free(enc);
+    clf_tensor_free(tok);
+    clf_tensor_free(logits);
+    clf_decoder_free(dec);
+    return rc;
+}
+
+int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bench-model-%ld.safetensors", o->tmp_dir ? o->tmp_dir : "/tmp",
+             (long)getpid());
+    int rc = 0;
+    if (bench_op_selected(o, "encoder_layer")) rc = encoder_layer(ctx, o, path, r);
+    if (!rc && bench_op_selected(o, "decoder_step")) rc = decoder_steps(ctx, o, path, r);
+    remove(path);
+    return rc;
+}
