@@ -461,6 +461,31 @@ typedef struct clf_st_entry {
 CLF_API clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
                                          char *err, size_t err_size);
 
+/* ---------------------------------------------------------------- WordPiece tokenizer
+ * BERT's tokenizer for uncased vocabularies, as Hugging Face's BertNormalizer, BertPreTokenizer
+ * and WordPiece do it: control characters removed and whitespace unified; spaces put around CJK
+ * ideographs; accents stripped (NFD without nonspacing marks) and text lowercased; split on
+ * whitespace and around punctuation (Unicode P* and ASCII symbols); each word split into the
+ * longest vocabulary pieces first ("##" marks a continuation), a word with no split (or over 100
+ * characters) becoming [UNK]; then [CLS] ... [SEP]. Invalid UTF-8 bytes are dropped. */
+typedef struct clf_tokenizer clf_tokenizer;
+
+/* Reads a vocab.txt (one token per line, the line number is the id). It must hold [CLS], [SEP],
+ * [UNK] and [PAD]. */
+CLF_API clf_status clf_tokenizer_load(const char *vocab_path, clf_tokenizer **out, char *err,
+                                      size_t err_size);
+CLF_API void clf_tokenizer_free(clf_tokenizer *tok);
+CLF_API int64_t clf_tokenizer_vocab_size(const clf_tokenizer *tok);
+/* The token of an id, NULL if out of range. */
+CLF_API const char *clf_tokenizer_token(const clf_tokenizer *tok, int64_t id);
+/* Ids of a special token ("[CLS]", "[SEP]", "[UNK]", "[PAD]", ...) or any token; -1 if absent. */
+CLF_API int64_t clf_tokenizer_find(const clf_tokenizer *tok, const char *token);
+/* Encodes UTF-8 text as [CLS] pieces [SEP], keeping at most max_len ids (>= 2: the pieces are
+ * truncated to max_len - 2, as Hugging Face truncates). ids has room for max_len; *count
+ * receives the number written. */
+CLF_API clf_status clf_tokenizer_encode(const clf_tokenizer *tok, const char *text, int64_t max_len,
+                                        int32_t *ids, int64_t *count);
+
 /* ---------------------------------------------------------------- Transformer models
  * The seeds' (d2l) Transformer and BERT-style encoders built from the ops above.
  *
