@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_WORD_CHARS 100
+#define MAX_WORD_CHARS  100
 #define VOCAB_MAX_BYTES (64u << 20)
 
 struct clf_tokenizer {
-    char *text;     /* the vocabulary file, lines NUL-terminated in place */
-    char **tokens;  /* id -> token */
+    char *text;    /* the vocabulary file, lines NUL-terminated in place */
+    char **tokens; /* id -> token */
     int64_t n;
     int32_t *slots; /* open-addressing hash: token id or -1 */
     uint64_t mask;
@@ -32,7 +32,8 @@ static void set_err(char *err, size_t size, const char *path, const char *why) {
 
 static uint64_t hash_bytes(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;
 }
 
@@ -76,11 +77,13 @@ clf_status clf_tokenizer_load(const char *path, clf_tokenizer **out, char *err, 
         return CLF_ERROR_IO;
     }
     int64_t lines = 0;
-    for (const char *p = t->text; *p; p++) lines += *p == '\n';
+    for (const char *p = t->text; *p; p++)
+        lines += *p == '\n';
     lines++;
     t->tokens = malloc((size_t)lines * sizeof(char *));
     uint64_t cap = 16;
-    while (cap < (uint64_t)lines * 2) cap <<= 1;
+    while (cap < (uint64_t)lines * 2)
+        cap <<= 1;
     t->slots = malloc(cap * sizeof(int32_t));
     if (!t->tokens || !t->slots || lines > INT32_MAX) {
         clf_tokenizer_free(t);
@@ -98,7 +101,8 @@ clf_status clf_tokenizer_load(const char *path, clf_tokenizer **out, char *err, 
         t->tokens[t->n++] = p;
         if (lookup(t, p, len) < 0) { /* a duplicate line keeps its first id */
             uint64_t i = hash_bytes(p, len) & t->mask;
-            while (t->slots[i] >= 0) i = (i + 1) & t->mask;
+            while (t->slots[i] >= 0)
+                i = (i + 1) & t->mask;
             t->slots[i] = id;
         }
         if (!nl) break;
@@ -190,7 +194,8 @@ static int fold(uint32_t c, uint32_t out[3]) {
         else if (c > clf__fold[mid].cp)
             lo = mid + 1;
         else {
-            for (int i = 0; i < clf__fold[mid].len; i++) out[i] = clf__fold[mid].out[i];
+            for (int i = 0; i < clf__fold[mid].len; i++)
+                out[i] = clf__fold[mid].out[i];
             return clf__fold[mid].len;
         }
     }
@@ -202,7 +207,11 @@ static int fold(uint32_t c, uint32_t out[3]) {
 static uint32_t next_cp(const unsigned char **p) {
     const unsigned char *s = *p;
     uint32_t c = s[0];
-    int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+    int n = c < 0x80             ? 0
+            : (c & 0xE0) == 0xC0 ? 1
+            : (c & 0xF0) == 0xE0 ? 2
+            : (c & 0xF8) == 0xF0 ? 3
+                                 : -1;
     if (n < 0) {
         *p = s + 1;
         return 0xFFFD;
@@ -252,8 +261,8 @@ typedef struct out_ids {
 } out_ids;
 
 /* WordPiece of one word (code points w[0..n)); returns false when the output is full. */
-static bool wordpiece(const clf_tokenizer *t, const uint32_t *w, size_t n, out_ids *o,
-                      char *buf, size_t *offs) {
+static bool wordpiece(const clf_tokenizer *t, const uint32_t *w, size_t n, out_ids *o, char *buf,
+                      size_t *offs) {
     if (n == 0) return true;
     if (n > MAX_WORD_CHARS) {
         if (o->n == o->cap) return false;
@@ -324,7 +333,8 @@ clf_status clf_tokenizer_encode(const clf_tokenizer *t, const char *text, int64_
         const int k = fold(c, f);
         const bool cjk = is_cjk(c);
         if (cjk) cps[n++] = ' ';
-        for (int i = 0; i < k; i++) cps[n++] = f[i];
+        for (int i = 0; i < k; i++)
+            cps[n++] = f[i];
         if (cjk) cps[n++] = ' ';
     }
     out_ids o = {ids + 1, 0, max_len - 2};

@@ -24,21 +24,29 @@ int harness_setup(void **state) {
     clf_context_device_info(g_ctx, &info);
     fprintf(stderr, "device: %s (%s, driver %s)\n", info.name, info.platform_name,
             info.driver_version);
-    return 0;
+    return harness_after_setup ? harness_after_setup() : 0;
 }
+
+int (*harness_after_setup)(void);
+void (*harness_before_teardown)(void);
 
 int harness_teardown(void **state) {
     (void)state;
+    if (harness_before_teardown) harness_before_teardown();
     clf_context_free(g_ctx);
     g_ctx = NULL;
     return 0;
 }
 
+int harness_in_ci(void) {
+    const char *ci = getenv("CI");
+    return ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0;
+}
+
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) {
     uint32_t n = 0;
     if (clf_device_list(NULL, 0, &n) != CLF_SUCCESS || n == 0) {
-        const char *ci = getenv("CI");
-        if (ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0) {
+        if (harness_in_ci()) {
             fprintf(stderr, "%s: no OpenCL device found, and CI is set: failing\n", name);
             return 1;
         }

@@ -21,6 +21,14 @@ extern clf_context *g_ctx;
 int harness_setup(void **state);
 int harness_teardown(void **state);
 
+/* Optional hooks: run after the shared context is created (non-zero fails the group) and before
+ * it is freed, e.g. to load a model once per test program. */
+extern int (*harness_after_setup)(void);
+extern void (*harness_before_teardown)(void);
+
+/* 1 when $CI is set (and not "0" or "false"): missing devices and data fail instead of skip. */
+int harness_in_ci(void);
+
 /* Runs a cmocka group with the shared context; returns the exit status. */
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count);
 #define HARNESS_RUN(name, tests) harness_run(name, tests, sizeof(tests) / sizeof(tests[0]))

