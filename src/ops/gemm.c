@@ -175,24 +175,29 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
                               clf_tensor *y, int64_t out) {
     clf_status st = clf__check_int(ctx, in, "linear input size");
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
     cl_kernel k;
     if (st == CLF_SUCCESS) st = clf__kernel(ctx, CLF_K_LINEAR_ROWS, &k);
     if (st != CLF_SUCCESS) return st;
     const int64_t chunk = clf__tun(ctx, "elementwise.SK_ROWS");
     const int64_t opi = clf__tun(ctx, "elementwise.SK_OPI");
     const size_t lw = (size_t)clf__tun(ctx, "elementwise.SK_LW");
-    const size_t global = (size_t)((out + opi - 1) / opi) * lw;
     cl_mem bm = bias ? bias->mem : w->mem;
-    cl_int has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in, c_out = (cl_int)out;
-    for (int64_t r0 = 0; r0 < rows && st == CLF_SUCCESS; r0 += chunk) {
-        cl_long c_r0 = r0;
-        cl_int c_rows = (cl_int)(rows - r0 < chunk ? rows - r0 : chunk);
-        st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_long), &c_r0, sizeof(cl_int),
-                           &c_rows, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int),
-                           &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem,
-                           sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
-        if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 1, &global, &lw);
-    }
+    /* ReLU is free in the kernel's scalar epilogue; GELU's exp is not (PoCL: about 10x the
+     * cost per element of the vectorized bias_act pass), so GELU runs as a second pass. */
+    const bool fused = act == CLF_ACT_IDENTITY || act == CLF_ACT_RELU;
+    cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out;
+    cl_int c_act = fused ? (cl_int)act : (cl_int)CLF_ACT_IDENTITY;
+    cl_int c_rows = (cl_int)rows;
+    const size_t global[2] = {(size_t)((out + opi - 1) / opi) * lw,
+                              (size_t)((rows + chunk - 1) / chunk)};
+    const size_t local[2] = {lw, 1};
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
+                       &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
+                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 2, global, local);
+    if (st == CLF_SUCCESS && !fused) st = clf_bias_act(ctx, y, NULL, act, y);
     return st;
 }
 

@@ -40,6 +40,7 @@ typedef struct bench_result {
     double tokens_per_s; /* layer records: tokens processed per second */
     int64_t context;     /* decoder_step: tokens in the KV cache */
     int64_t launches;    /* encoder_layer: kernels + CLBlast calls per layer */
+    double sentences_per_s; /* model_minilm */
 } bench_result;
 
 typedef struct bench_results {

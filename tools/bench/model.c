@@ -263,6 +263,67 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
     return rc;
 }
 
+/* all-MiniLM-L6-v2 on a batch of 32 sentences of 128 tokens (random ids, no padding), the
+ * shape tools/bench_minilm_torch.py times for sentence-transformers on the CPU. */
+static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    const int64_t B = 32, N = 128;
+    const char *dir = getenv("CLF_MODEL_DIR");
+    if (!dir || !*dir) dir = "models/all-MiniLM-L6-v2";
+    bench_progress("model: model_minilm B%lld N%lld (%s)", (long long)B, (long long)N, dir);
+    bench_result res;
+    memset(&res, 0, sizeof(res));
+    snprintf(res.op, sizeof(res.op), "model_minilm");
+    res.ndim = 2;
+    res.shape[0] = B;
+    res.shape[1] = N;
+    res.tuned = -1;
+    res.bound = "compute";
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/model.safetensors", dir);
+    if (access(p, R_OK) != 0) {
+        snprintf(res.note, sizeof(res.note), "no model in %.40s: run tools/fetch_minilm.sh", dir);
+        return bench_add_result(r, &res);
+    }
+    clf_sentence_model *m = NULL;
+    clf_status s = clf_sentence_model_load(ctx, dir, &m);
+    if (s != CLF_SUCCESS) return fail(ctx, "model_minilm", s);
+    const int64_t d = clf_sentence_model_dim(m),
+                  V = clf_tokenizer_vocab_size(clf_sentence_model_tokenizer(m));
+    int bad = 0;
+    int64_t is[2] = {B, N}, one = B;
+    clf_tensor *ids = random_tensor(ctx, CLF_I32, 2, is, V, &bad);
+    clf_tensor *lens = random_tensor(ctx, CLF_I32, 1, &one, 1, &bad);
+    float *out = malloc((size_t)(B * d) * sizeof(float));
+    if (!bad) {
+        int32_t l[32];
+        for (int i = 0; i < 32; i++)
+            l[i] = (int32_t)N;
+        bad = clf_tensor_write(lens, l, sizeof(l)) != CLF_SUCCESS;
+    }
+    s = bad || !out ? CLF_ERROR_INTERNAL : clf_sentence_embed_ids(m, ids, lens, out);
+    double t[8];
+    const int samples = o->quick ? 3 : 5;
+    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
+        const double t0 = bench_now_ms();
+        s = clf_sentence_embed_ids(m, ids, lens, out);
+        t[i] = bench_now_ms() - t0;
+    }
+    free(out);
+    clf_tensor_free(ids);
+    clf_tensor_free(lens);
+    /* 6 layers: 2 (4 d^2 + 2 d F) per token for projections and FFN, 4 N d for attention */
+    const double F = 4.0 * (double)d, layers = 6;
+    const double flops =
+        layers * (double)(B * N) * (2.0 * (4.0 * d * d + 2.0 * d * F) + 4.0 * N * d);
+    clf_sentence_model_free(m);
+    if (s != CLF_SUCCESS) return fail(ctx, "model_minilm", s);
+    res.ms = bench_median(t, samples);
+    res.gflops = flops / (res.ms * 1e6);
+    res.tokens_per_s = (double)(B * N) / (res.ms / 1000.0);
+    res.sentences_per_s = (double)B / (res.ms / 1000.0);
+    return bench_add_result(r, &res);
+}
+
 int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     char path[512];
     snprintf(path, sizeof(path), "%s/bench-model-%ld.safetensors", o->tmp_dir ? o->tmp_dir : "/tmp",
@@ -270,6 +331,7 @@ int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     int rc = 0;
     if (bench_op_selected(o, "encoder_layer")) rc = encoder_layer(ctx, o, path, r);
     if (!rc && bench_op_selected(o, "decoder_step")) rc = decoder_steps(ctx, o, path, r);
+    if (!rc && bench_op_selected(o, "model_minilm")) rc = model_minilm(ctx, o, r);
     remove(path);
     return rc;
 }

@@ -46,9 +46,11 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
                : x->tuned == 0 ? ", CLBlast defaults"
                                : "",
                x->tuned == 1 ? x->params : "");
-        if (x->tokens_per_s > 0)
-            printf("%-18s   %.1f tokens/s%s", "", x->tokens_per_s, x->launches > 0 ? "" : "\n");
-        if (x->launches > 0) printf(", %lld launches per layer\n", (long long)x->launches);
+        if (x->tokens_per_s > 0) printf("%-18s   %.1f tokens/s", "", x->tokens_per_s);
+        if (x->launches > 0) printf(", %lld launches per layer", (long long)x->launches);
+        if (x->sentences_per_s > 0) printf(", %.2f sentences/s", x->sentences_per_s);
+        if (x->tokens_per_s > 0) printf("\n");
+        if (x->note[0]) printf("%-18s   %s\n", "", x->note);
     }
 }
 
@@ -92,6 +94,8 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         if (x->mem_bytes > 0) cJSON_AddNumberToObject(o, "mem_bytes", x->mem_bytes);
         if (x->note[0]) cJSON_AddStringToObject(o, "note", x->note);
         if (x->tokens_per_s > 0) cJSON_AddNumberToObject(o, "tokens_per_s", x->tokens_per_s);
+        if (x->sentences_per_s > 0)
+            cJSON_AddNumberToObject(o, "sentences_per_s", x->sentences_per_s);
         if (x->context > 0) cJSON_AddNumberToObject(o, "context", (double)x->context);
         if (x->launches > 0) cJSON_AddNumberToObject(o, "launches_per_layer", (double)x->launches);
         if (x->tuned >= 0) {
