@@ -193,6 +193,10 @@ clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a
  * malformed file leaves a warning in ctx->error. */
 void clf__gemm_tuning_init(clf_context *ctx);
+/* Validates a whole safetensors file held in memory, as clf_safetensors_open does (host-only;
+ * for fuzzing). */
+clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
+                                  size_t err_size);
 /* Validates the text of a GEMM tuning file (host-only; for tests and fuzzing). */
 bool clf__gemm_tuning_parse(const char *text, const char **why);
 

@@ -284,6 +284,31 @@ done:
     return rc;
 }
 
+clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
+                                  size_t es) {
+    uint64_t hlen = 0;
+    if (size < 8) {
+        set_err(err, es, "shorter than the 8-byte header size");
+        return CLF_ERROR_BAD_FORMAT;
+    }
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | data[i];
+    if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > size - 8) {
+        set_err(err, es, "header size %llu does not fit the file", (unsigned long long)hlen);
+        return CLF_ERROR_BAD_FORMAT;
+    }
+    clf_safetensors st;
+    memset(&st, 0, sizeof(st));
+    st.file_size = size;
+    st.data_start = 8 + hlen;
+    clf_status rc =
+        parse_header(&st, (const char *)data + 8, (size_t)hlen, size - st.data_start, err, es);
+    if (count) *count = st.n;
+    free(st.t);
+    free(st.names);
+    return rc;
+}
+
 void clf_safetensors_close(clf_safetensors *st) {
     if (!st) return;
     free(st->path);

@@ -154,7 +154,108 @@ static void test_fault_walk(void **state) {
     assert_true(total > 20);
 }
 
+/* The model workload: load the seeds' encoder and decoder from safetensors, encode a batch with
+ * valid lengths, init the decoder state, decode two tokens one at a time. Returns the logits of
+ * the last step in out (B x V). */
+enum { MB = 3, MV = 203 };
+static clf_status model_workload(clf_context *ctx, float *out, const char **op,
+                                 int64_t *len_after) {
+    char path[512], err[512];
+    snprintf(path, sizeof(path), "%s/tests/data/d2l_weights.safetensors", CLF_SOURCE_DIR);
+    clf_safetensors *st = NULL;
+    clf_encoder *enc = NULL;
+    clf_decoder *dec = NULL;
+    clf_tensor *src = NULL, *vl = NULL, *eo = NULL, *ids = NULL, *lg = NULL;
+    clf_transformer_config ec = clf_transformer_default_config(197, 32, 64, 4, 2);
+    ec.use_bias = 1;
+    clf_transformer_config dc = clf_transformer_default_config(MV, 32, 64, 4, 2);
+    int32_t sh[MB * 9], lens[MB] = {9, 5, 2}, tok[MB] = {1, 1, 1};
+    for (int i = 0; i < MB * 9; i++)
+        sh[i] = 3 + (i * 37) % 190;
+    int64_t ss[2] = {MB, 9}, es[3] = {MB, 9, 32}, is[2] = {MB, 1}, ls[3] = {MB, 1, MV}, nb = MB;
+    clf_status rc = clf_safetensors_open(path, &st, err, sizeof(err));
+    *op = "open";
+    *len_after = -1;
+#define STEP(name, call)                                                                           \
+    if (rc == CLF_SUCCESS) {                                                                       \
+        *op = name;                                                                                \
+        rc = (call);                                                                               \
+    }
+    STEP("encoder load", clf_encoder_load(ctx, st, "encoder.", &ec, &enc));
+    STEP("decoder load", clf_decoder_load(ctx, st, "decoder.", &dc, &dec));
+    STEP("create src", clf_tensor_create(ctx, CLF_I32, 2, ss, &src));
+    STEP("create vl", clf_tensor_create(ctx, CLF_I32, 1, &nb, &vl));
+    STEP("create eo", clf_tensor_create(ctx, CLF_F32, 3, es, &eo));
+    STEP("create ids", clf_tensor_create(ctx, CLF_I32, 2, is, &ids));
+    STEP("create lg", clf_tensor_create(ctx, CLF_F32, 3, ls, &lg));
+    STEP("write src", clf_tensor_write(src, sh, sizeof(sh)));
+    STEP("write vl", clf_tensor_write(vl, lens, sizeof(lens)));
+    STEP("write ids", clf_tensor_write(ids, tok, sizeof(tok)));
+    STEP("encoder forward", clf_encoder_forward(enc, src, vl, eo));
+    STEP("init state", clf_decoder_init_state(dec, eo, vl, 4));
+    STEP("step 1", clf_decoder_step(dec, ids, lg));
+    STEP("argmax", clf_argmax(ctx, lg, ids));
+    if (rc == CLF_SUCCESS) *len_after = clf_decoder_length(dec);
+    STEP("step 2", clf_decoder_step(dec, ids, lg));
+    if (rc != CLF_SUCCESS && strcmp(*op, "step 2") == 0 && clf_decoder_length(dec) != *len_after)
+        *len_after = -2; /* a failed step changed the decoded length */
+    STEP("read", clf_tensor_read(lg, out, MB * MV * sizeof(float)));
+#undef STEP
+    clf_tensor *all[] = {src, vl, eo, ids, lg};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        clf_tensor_free(all[i]);
+    clf_encoder_free(enc);
+    clf_decoder_free(dec);
+    clf_safetensors_close(st);
+    return rc;
+}
+
+/* Every allocation, enqueue and transfer of loading and running the model fails in turn (builds
+ * are the first walk's: programs come from the disk cache here). */
+static void test_fault_walk_model(void **state) {
+    (void)state;
+    static float base[MB * MV], got[MB * MV];
+    const char *op;
+    int64_t len;
+    clf_context_params p = clf_context_default_params();
+    clf_context *ctx = NULL;
+    CLF_OK(clf_context_create(&ctx, &p));
+    CLF_OK(model_workload(ctx, base, &op, &len));
+    clf_context_free(ctx);
+    const clf_fault_kind kinds[3] = {CLF_FAULT_ALLOC, CLF_FAULT_ENQUEUE, CLF_FAULT_TRANSFER};
+    const char *names[3] = {"alloc", "enqueue", "transfer"};
+    for (int k = 0; k < 3; k++) {
+        for (int64_t n = 0;; n++) {
+            CLF_OK(clf_context_create(&ctx, &p));
+            clf__fault_set(ctx, kinds[k], n);
+            clf_status st = model_workload(ctx, got, &op, &len);
+            if (st == CLF_SUCCESS) {
+                assert_memory_equal(got, base, sizeof(got));
+                clf_context_free(ctx);
+                fprintf(stderr, "faults: model %s: %lld calls, each failure handled\n", names[k],
+                        (long long)n);
+                assert_true(n > 10);
+                break;
+            }
+            if (strlen(clf_context_last_error(ctx)) == 0)
+                fail_msg("model %s fault %lld in %s: status %d without a message", names[k],
+                         (long long)n, op, st);
+            if (len == -2)
+                fail_msg("model %s fault %lld: a failed decoder step changed the state", names[k],
+                         (long long)n);
+            clf__fault_set(ctx, kinds[k], -1);
+            st = model_workload(ctx, got, &op, &len);
+            if (st != CLF_SUCCESS)
+                fail_msg("after model %s fault %lld: %s failed: %s", names[k], (long long)n, op,
+                         clf_context_last_error(ctx));
+            assert_memory_equal(got, base, sizeof(got));
+            clf_context_free(ctx);
+        }
+    }
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fault_walk)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fault_walk),
+                                       cmocka_unit_test(test_fault_walk_model)};
     return HARNESS_RUN("faults", tests);
 }
