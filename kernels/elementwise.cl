@@ -4,6 +4,10 @@
  *             GELU (tanh)); in place allowed.
  *   add:      y = a + b over n elements (residual add); in place allowed.
  *   argmax_rows: index of each row's largest element (greedy decoding).
+ *   pack_panels / linear_packed: y = act(x W^T + bias) with W packed once into panels of
+ *             PK_NV * VW output columns, each panel (in, PK_NV * VW) contiguous: a work-item
+ *             keeps PK_R rows x PK_NV vectors of outputs in registers and, per k, broadcasts
+ *             PK_R scalars of x against PK_NV vectors of the panel (CPUs).
  *   linear_rows: y = act(x W^T + bias) for a few rows of x (decoding): each weight is read once
  *             per SK_ROWS rows, where a GEMM would pad the rows to a whole tile.
  * Each work-item handles VW consecutive floats; a row's last partial vector goes element-wise.
@@ -36,6 +40,15 @@
 #endif
 #ifndef SK_GM
 #define SK_GM 8 /* row blocks walked together by linear_rows (cache reuse) */
+#endif
+#ifndef PK_R
+#define PK_R 8 /* rows of x per work-item of linear_packed */
+#endif
+#ifndef PK_NV
+#define PK_NV 2 /* vectors of VW output columns per work-item (the panel width / VW) */
+#endif
+#ifndef PK_GM
+#define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
 #endif
 #ifndef ERF_POLY
 #define ERF_POLY 1 /* 1: erf by polynomial + exp (vectorizes); 0: the builtin erf */
@@ -242,5 +255,88 @@ linear_rows(const __global float *x,                              /* (total_rows
         const float b = has_bias ? bias[o0 + j] : 0.0f;
         for (int r = 0; r < rows; r++)
             y[r * (long)out + o0 + j] = act_s(s[j][r] + b, act);
+    }
+}
+
+/* wp[b][k][c] = w[b * PW + c][k] (0 past the last row of w), PW = PK_NV * VW: one item per
+ * element of the packed panels. */
+__kernel void pack_panels(const __global float *w, /* (out, in) */
+                          __global float *wp,      /* (ceil(out / PW), in, PW) */
+                          const int in, const int out) {
+    const int pw = PK_NV * VW;
+    const int c = (int)get_global_id(0), k = (int)get_global_id(1), b = (int)get_global_id(2);
+    const int o = b * pw + c;
+    wp[((long)b * in + k) * pw + c] = o < out ? w[(long)o * in + k] : 0.0f;
+}
+
+/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) from the packed panels of w. Work-group (one
+ * item) (g0, g1) in grouped order (see linear_rows) computes rows PK_R g .. + PK_R - 1 of panel
+ * b; the bias and activation run on whole vectors. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+linear_packed(const __global float *x,                              /* (rows, in) */
+              const int rows, const __global float *wp,             /* packed panels */
+              const __global float *bias,                           /* (out); unused if !has_bias */
+              const int has_bias, const int act, __global float *y, /* (rows, out) */
+              const int in, const int out) {
+    const int pw = PK_NV * VW;
+    const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
+    const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
+    const int first = pid / (PK_GM * n0) * PK_GM;
+    const int gm = min(n1 - first, PK_GM);
+    const int within = pid % (PK_GM * n0);
+    const int b = within / gm;
+    const int r0 = (first + within % gm) * PK_R;
+    const int nr = min(PK_R, rows - r0);
+    floatV acc[PK_R][PK_NV];
+    for (int r = 0; r < PK_R; r++)
+        for (int j = 0; j < PK_NV; j++)
+            acc[r][j] = (floatV)(0.0f);
+    const __global float *panel = wp + (long)b * in * pw;
+    const __global float *xr = x + (long)r0 * in;
+    if (nr == PK_R) {
+        for (int k = 0; k < in; k++) {
+            floatV wv[PK_NV];
+            for (int j = 0; j < PK_NV; j++)
+                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+            for (int r = 0; r < PK_R; r++) {
+                const floatV xs = (floatV)(xr[(long)r * in + k]);
+                for (int j = 0; j < PK_NV; j++)
+                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
+            }
+        }
+    } else { /* the last, partial block of rows */
+        for (int k = 0; k < in; k++) {
+            floatV wv[PK_NV];
+            for (int j = 0; j < PK_NV; j++)
+                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+            for (int r = 0; r < PK_R; r++) {
+                const floatV xs = (floatV)(r < nr ? xr[(long)r * in + k] : 0.0f);
+                for (int j = 0; j < PK_NV; j++)
+                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
+            }
+        }
+    }
+    const int o0 = b * pw;
+    for (int j = 0; j < PK_NV; j++) {
+        const int c0 = o0 + j * VW;
+        if (c0 >= out) break;
+        const bool full = c0 + VW <= out;
+        floatV bv = (floatV)(0.0f);
+        if (has_bias && full) bv = VLOAD(0, bias + c0);
+        for (int r = 0; r < nr; r++) {
+            __global float *yr = y + (long)(r0 + r) * out;
+            if (full) {
+                VSTORE(act_v(acc[r][j] + bv, act), 0, yr + c0);
+            } else {
+                float t[VW];
+#if VW == 1
+                t[0] = acc[r][j];
+#else
+                CLF_CAT(vstore, VW)(acc[r][j], 0, t);
+#endif
+                for (int c = 0; c < out - c0; c++)
+                    yr[c0 + c] = act_s(t[c] + (has_bias ? bias[c0 + c] : 0.0f), act);
+            }
+        }
     }
 }

@@ -33,6 +33,8 @@ typedef enum {
     CLF_K_ADD,
     CLF_K_ARGMAX,
     CLF_K_LINEAR_ROWS,
+    CLF_K_PACK_PANELS,
+    CLF_K_LINEAR_PACKED,
     CLF_K_ATTENTION,
     CLF_K_ATTENTION_COMBINE,
     CLF_K_ATTENTION_T,
@@ -193,6 +195,13 @@ clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a
  * malformed file leaves a warning in ctx->error. */
 void clf__gemm_tuning_init(clf_context *ctx);
+/* Linear layers with weights packed once (CPUs, elementwise.PACK): w (out, in) into panels of
+ * elementwise.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
+ * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
+clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y);
 /* Validates a whole safetensors file held in memory, as clf_safetensors_open does (host-only;
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,

@@ -100,6 +100,25 @@ static clf_status load_cat(loader *L, const char *const *names, int count, int64
     return CLF_SUCCESS;
 }
 
+/* Replaces a (out, in) weight by its packed panels when the device prefers them
+ * (elementwise.PACK: CPUs), see clf__linear_pack. */
+static clf_status pack_w(clf_context *ctx, clf_tensor **w) {
+    if (!*w || !clf__tun(ctx, "elementwise.PACK")) return CLF_SUCCESS;
+    clf_tensor *p = NULL;
+    clf_status st = clf__linear_pack(ctx, *w, &p);
+    if (st != CLF_SUCCESS) return st;
+    clf_tensor_free(*w);
+    *w = p;
+    return CLF_SUCCESS;
+}
+
+/* y = act(x W^T + b) with W as loaded: (out, in), or packed panels (3-D). */
+static clf_status lin(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
+                      const clf_tensor *b, clf_activation act, clf_tensor *y) {
+    if (w->ndim == 3) return clf__linear_packed(ctx, x, w, y->shape[y->ndim - 1], b, act, y);
+    return clf_linear(ctx, x, w, b, act, y);
+}
+
 static void mha_free(mha_w *m) {
     clf_tensor *ts[] = {m->w_in, m->b_in, m->w_kv, m->b_kv, m->w_o, m->b_o};
     free_all(ts, 6);
@@ -142,6 +161,9 @@ static clf_status load_mha(loader *L, const char *pre, int64_t d, int bias, int 
     }
     if (st == CLF_SUCCESS) st = load(L, wo + 0, d, d, &m->w_o);
     if (st == CLF_SUCCESS && bias) st = load(L, bo, d, 0, &m->b_o);
+    if (st == CLF_SUCCESS) st = pack_w(L->ctx, &m->w_in);
+    if (st == CLF_SUCCESS) st = pack_w(L->ctx, &m->w_kv);
+    if (st == CLF_SUCCESS) st = pack_w(L->ctx, &m->w_o);
     return st;
 }
 
@@ -165,6 +187,8 @@ static clf_status load_ffn(loader *L, const char *d1, const char *d2, int64_t d,
     if (st == CLF_SUCCESS) st = load(L, n[1], f, 0, &w->b1);
     if (st == CLF_SUCCESS) st = load(L, n[2], d, f, &w->w2);
     if (st == CLF_SUCCESS) st = load(L, n[3], d, 0, &w->b2);
+    if (st == CLF_SUCCESS) st = pack_w(L->ctx, &w->w1);
+    if (st == CLF_SUCCESS) st = pack_w(L->ctx, &w->w2);
     return st;
 }
 
@@ -437,7 +461,7 @@ static clf_status encoder_block(clf_encoder *enc, enc_layer *l, clf_tensor *x, i
     clf_tensor qkv = view3(enc->qkv, B, N, 3 * d), att = view3(enc->att, B, N, d);
     clf_tensor tmp = view3(enc->tmp, B, N, d), y = view3(enc->y, B, N, d);
     clf_tensor h = view3(enc->h, B, N, c->ffn_num_hiddens);
-    clf_status st = clf_linear(ctx, x, l->att.w_in, l->att.b_in, CLF_ACT_IDENTITY, &qkv);
+    clf_status st = lin(ctx, x, l->att.w_in, l->att.b_in, CLF_ACT_IDENTITY, &qkv);
     if (st != CLF_SUCCESS) return st;
     clf_attention_desc ad = clf_attention_default_desc(H, d / H);
     ad.k_col = d;
@@ -458,13 +482,12 @@ static clf_status encoder_block(clf_encoder *enc, enc_layer *l, clf_tensor *x, i
         ad.weights = l->weights;
     }
     if ((st = clf_attention(ctx, &qkv, &qkv, &qkv, &att, &ad)) != CLF_SUCCESS) return st;
-    if ((st = clf_linear(ctx, &att, l->att.w_o, l->att.b_o, CLF_ACT_IDENTITY, &tmp)) != CLF_SUCCESS)
+    if ((st = lin(ctx, &att, l->att.w_o, l->att.b_o, CLF_ACT_IDENTITY, &tmp)) != CLF_SUCCESS)
         return st;
     if ((st = clf_layernorm(ctx, &tmp, x, l->n1.g, l->n1.b, c->norm_eps, &y)) != CLF_SUCCESS)
         return st;
-    if ((st = clf_linear(ctx, &y, l->ffn.w1, l->ffn.b1, c->ffn_act, &h)) != CLF_SUCCESS) return st;
-    if ((st = clf_linear(ctx, &h, l->ffn.w2, l->ffn.b2, CLF_ACT_IDENTITY, &tmp)) != CLF_SUCCESS)
-        return st;
+    if ((st = lin(ctx, &y, l->ffn.w1, l->ffn.b1, c->ffn_act, &h)) != CLF_SUCCESS) return st;
+    if ((st = lin(ctx, &h, l->ffn.w2, l->ffn.b2, CLF_ACT_IDENTITY, &tmp)) != CLF_SUCCESS) return st;
     return clf_layernorm(ctx, &tmp, &y, l->n2.g, l->n2.b, c->norm_eps, x);
 }
 
@@ -601,6 +624,7 @@ clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const c
     if (s == CLF_SUCCESS) s = load(&L, "embedding.weight", V, d, &dec->emb);
     if (s == CLF_SUCCESS) s = load(&L, "dense.weight", V, d, &dec->dense_w);
     if (s == CLF_SUCCESS) s = load(&L, "dense.bias", V, 0, &dec->dense_b);
+    if (s == CLF_SUCCESS) s = pack_w(ctx, &dec->dense_w);
     block_names bn = {"W_q", "W_k", "W_v", "W_o"};
     for (int64_t i = 0; i < c->num_layers && s == CLF_SUCCESS; i++) {
         dec_layer *l = &dec->layers[i];
@@ -665,8 +689,7 @@ clf_status clf_decoder_init_state(clf_decoder *dec, const clf_tensor *enc_output
         st = clf_tensor_create(ctx, CLF_F32, 3, sh, &l->cache);
         if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 3, shx, &l->cross_kv);
         if (st == CLF_SUCCESS)
-            st = clf_linear(ctx, enc_outputs, l->cross.w_kv, l->cross.b_kv, CLF_ACT_IDENTITY,
-                            l->cross_kv);
+            st = lin(ctx, enc_outputs, l->cross.w_kv, l->cross.b_kv, CLF_ACT_IDENTITY, l->cross_kv);
     }
     if (st == CLF_SUCCESS) st = ensure(ctx, &dec->x, CLF_F32, rows * d);
     if (st == CLF_SUCCESS) st = ensure(ctx, &dec->y, CLF_F32, rows * d);
@@ -776,7 +799,7 @@ clf_status clf_decoder_step(clf_decoder *dec, const clf_tensor *ids, clf_tensor 
     for (int64_t i = 0; i < c->num_layers && st == CLF_SUCCESS; i++) {
         dec_layer *l = &dec->layers[i];
         /* causal self-attention over the cache */
-        st = clf_linear(ctx, x, l->self.w_in, l->self.b_in, CLF_ACT_IDENTITY, &qkv);
+        st = lin(ctx, x, l->self.w_in, l->self.b_in, CLF_ACT_IDENTITY, &qkv);
         if (st == CLF_SUCCESS) st = append_kv(dec, &qkv, l->cache, B, T);
         clf_attention_desc ad = clf_attention_default_desc(H, d / H);
         ad.k_col = 0;
@@ -791,11 +814,10 @@ clf_status clf_decoder_step(clf_decoder *dec, const clf_tensor *ids, clf_tensor 
         }
         if (st == CLF_SUCCESS) st = clf_attention(ctx, &qkv, l->cache, l->cache, &att, &ad);
         if (st == CLF_SUCCESS)
-            st = clf_linear(ctx, &att, l->self.w_o, l->self.b_o, CLF_ACT_IDENTITY, &tmp);
+            st = lin(ctx, &att, l->self.w_o, l->self.b_o, CLF_ACT_IDENTITY, &tmp);
         if (st == CLF_SUCCESS) st = clf_layernorm(ctx, &tmp, x, l->n1.g, l->n1.b, c->norm_eps, y);
         /* cross-attention over the encoder outputs */
-        if (st == CLF_SUCCESS)
-            st = clf_linear(ctx, y, l->cross.w_in, l->cross.b_in, CLF_ACT_IDENTITY, &q);
+        if (st == CLF_SUCCESS) st = lin(ctx, y, l->cross.w_in, l->cross.b_in, CLF_ACT_IDENTITY, &q);
         clf_attention_desc cd = clf_attention_default_desc(H, d / H);
         cd.k_col = 0;
         cd.v_col = d;
@@ -807,19 +829,17 @@ clf_status clf_decoder_step(clf_decoder *dec, const clf_tensor *ids, clf_tensor 
         }
         if (st == CLF_SUCCESS) st = clf_attention(ctx, &q, l->cross_kv, l->cross_kv, &att, &cd);
         if (st == CLF_SUCCESS)
-            st = clf_linear(ctx, &att, l->cross.w_o, l->cross.b_o, CLF_ACT_IDENTITY, &tmp);
+            st = lin(ctx, &att, l->cross.w_o, l->cross.b_o, CLF_ACT_IDENTITY, &tmp);
         if (st == CLF_SUCCESS) st = clf_layernorm(ctx, &tmp, y, l->n2.g, l->n2.b, c->norm_eps, x);
         /* FFN: x holds Z */
-        if (st == CLF_SUCCESS) st = clf_linear(ctx, x, l->ffn.w1, l->ffn.b1, c->ffn_act, &h);
-        if (st == CLF_SUCCESS)
-            st = clf_linear(ctx, &h, l->ffn.w2, l->ffn.b2, CLF_ACT_IDENTITY, &tmp);
+        if (st == CLF_SUCCESS) st = lin(ctx, x, l->ffn.w1, l->ffn.b1, c->ffn_act, &h);
+        if (st == CLF_SUCCESS) st = lin(ctx, &h, l->ffn.w2, l->ffn.b2, CLF_ACT_IDENTITY, &tmp);
         if (st == CLF_SUCCESS) st = clf_layernorm(ctx, &tmp, x, l->n3.g, l->n3.b, c->norm_eps, y);
         clf_tensor *t = x;
         x = y;
         y = t;
     }
-    if (st == CLF_SUCCESS)
-        st = clf_linear(ctx, x, dec->dense_w, dec->dense_b, CLF_ACT_IDENTITY, logits);
+    if (st == CLF_SUCCESS) st = lin(ctx, x, dec->dense_w, dec->dense_b, CLF_ACT_IDENTITY, logits);
     /* The caches hold rows up to pos + T even if a later call failed: only count them when the
      * whole step succeeded (a failed step leaves the decoded length unchanged). */
     if (st == CLF_SUCCESS) dec->length = pos + T;

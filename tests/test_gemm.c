@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 #include "ref/ref.h"
+#include "../src/internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +150,8 @@ static void test_strided_heads(void **state) {
 
 /* clf_linear on x (lead, per, in) against the double reference, every activation, with and
  * without bias. */
+static int g_packed; /* 1: linear_case packs w and runs clf__linear_packed */
+
 static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     int64_t xs[3] = {lead, per, in}, ws[2] = {out, in}, ys[3] = {lead, per, out};
     const int64_t rows = lead * per;
@@ -158,10 +161,16 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
            *mag = malloc(sizeof(double) * (size_t)(rows * out));
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
+    clf_tensor *tp = NULL;
+    if (g_packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
     for (int act = 0; act <= 3; act++) {
         for (int with_bias = 0; with_bias <= 1; with_bias++) {
             clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
-            CLF_OK(clf_linear(g_ctx, tx, tw, with_bias ? tb : NULL, (clf_activation)act, ty));
+            if (g_packed)
+                CLF_OK(clf__linear_packed(g_ctx, tx, tp, out, with_bias ? tb : NULL,
+                                          (clf_activation)act, ty));
+            else
+                CLF_OK(clf_linear(g_ctx, tx, tw, with_bias ? tb : NULL, (clf_activation)act, ty));
             float *got = tensor_to_host(ty);
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t j = 0; j < out; j++) {
@@ -190,6 +199,7 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     clf_tensor_free(tx);
     clf_tensor_free(tw);
     clf_tensor_free(tb);
+    clf_tensor_free(tp);
 }
 
 /* The linear_rows kernel (few rows when decoding; every size on CPUs): every tunable style, row
@@ -219,6 +229,53 @@ static void test_linear_rows_kernel(void **state) {
     for (int i = 0; i < 5; i++)
         CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
     CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", skinny));
+}
+
+/* Packed weights (clf__linear_pack + linear_packed, the CPU path of the model layers): every
+ * style of tunables, partial row blocks and panels, every activation; a packing made under other
+ * tunables is refused. */
+static void test_linear_packed(void **state) {
+    (void)state;
+    rng_seed(56);
+    /* R NV VW GM; style 0 is the device's defaults */
+    const int64_t styles[3][4] = {{0, 0, 0, 0}, {3, 3, 4, 2}, {1, 1, 1, 1}};
+    const char *names[] = {"elementwise.PK_R", "elementwise.PK_NV", "elementwise.VW",
+                           "elementwise.PK_GM"};
+    const int64_t rows[] = {1, 7, 67}, ins[] = {77, 515}, outs[] = {1, 203};
+    int64_t defaults[4];
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    g_packed = 1;
+    for (int st = 0; st < 3; st++) {
+        if (st > 0)
+            for (int i = 0; i < 4; i++)
+                CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
+        for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+            for (size_t i = 0; i < 2; i++)
+                for (size_t o = 0; o < 2; o++)
+                    linear_case(1, rows[r], ins[i], outs[o]);
+    }
+    g_packed = 0;
+    /* packed under style 2 (panels of 1), used under the defaults: refused, y untouched */
+    int64_t ws[2] = {9, 5}, xs[2] = {4, 5}, ys[2] = {4, 9};
+    clf_tensor *w = tensor_poisoned(CLF_F32, 2, ws), *x = tensor_poisoned(CLF_F32, 2, xs);
+    clf_tensor *y = tensor_poisoned(CLF_F32, 2, ys), *p = NULL;
+    CLF_OK(clf__linear_pack(g_ctx, w, &p));
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+    if (defaults[1] * defaults[2] != 1)
+        assert_int_equal(clf__linear_packed(g_ctx, x, p, 9, NULL, CLF_ACT_IDENTITY, y),
+                         CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf__linear_packed(g_ctx, x, p, 10, NULL, CLF_ACT_IDENTITY, y),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    float *after = tensor_to_host(y);
+    for (int i = 0; i < 36; i++)
+        assert_true(isnan(after[i]));
+    free(after);
+    clf_tensor_free(w);
+    clf_tensor_free(x);
+    clf_tensor_free(y);
+    clf_tensor_free(p);
 }
 
 static void test_linear(void **state) {
@@ -275,7 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),      cmocka_unit_test(test_matmul_batched),
         cmocka_unit_test(test_strided_heads),      cmocka_unit_test(test_linear),
-        cmocka_unit_test(test_linear_rows_kernel),
+        cmocka_unit_test(test_linear_rows_kernel), cmocka_unit_test(test_linear_packed),
     };
     return HARNESS_RUN("gemm", tests);
 }

@@ -232,3 +232,73 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;
     return clf_bias_act(ctx, y, bias, act, y);
 }
+
+clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
+    *packed = NULL;
+    clf_status st = clf__check_tensor(ctx, w, "w", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
+    const int64_t out = w->shape[0], in = w->shape[1];
+    const int64_t pw = clf__tun(ctx, "elementwise.PK_NV") * clf__tun(ctx, "elementwise.VW");
+    const int64_t nb = (out + pw - 1) / pw;
+    if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
+    if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_PACK_PANELS, &k)) != CLF_SUCCESS) return st;
+    int64_t shape[3] = {nb, in, pw};
+    clf_tensor *t = NULL;
+    if ((st = clf_tensor_create(ctx, CLF_F32, 3, shape, &t)) != CLF_SUCCESS) return st;
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &t->mem, sizeof(cl_int),
+                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
+    const size_t global[3] = {(size_t)pw, (size_t)in, (size_t)nb};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_PANELS, k, 3, global, NULL);
+    if (st != CLF_SUCCESS) {
+        clf_tensor_free(t);
+        return st;
+    }
+    *packed = t;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y) {
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
+    if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
+    const int64_t pw = clf__tun(ctx, "elementwise.PK_NV") * clf__tun(ctx, "elementwise.VW");
+    char sx[96], sy[96];
+    bool ok = wp->ndim == 3 && wp->shape[1] == in && wp->shape[0] * wp->shape[2] >= out &&
+              y->ndim == x->ndim && y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
+    for (int i = 0; ok && i < x->ndim - 1; i++)
+        ok = x->shape[i] == y->shape[i];
+    if (!ok)
+        return clf__fail(
+            ctx, CLF_ERROR_SHAPE_MISMATCH,
+            "linear (packed): x %s and y %s do not fit the packed (%lld, %lld) weights",
+            clf__shape_str(x, sx, sizeof(sx)), clf__shape_str(y, sy, sizeof(sy)), (long long)out,
+            (long long)in);
+    if (wp->shape[2] != pw)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "linear (packed): weights packed in panels of %lld, the tunables in force "
+                         "(elementwise.PK_NV x elementwise.VW) say %lld: pack them again",
+                         (long long)wp->shape[2], (long long)pw);
+    if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_LINEAR_PACKED, &k)) != CLF_SUCCESS) return st;
+    const int64_t R = clf__tun(ctx, "elementwise.PK_R");
+    cl_mem bm = bias ? bias->mem : wp->mem;
+    cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
+           c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
+                       &wp->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
+                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
+    const size_t global[2] = {(size_t)((out + pw - 1) / pw), (size_t)((rows + R - 1) / R)};
+    const size_t local[2] = {1, 1};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_PACKED, k, 2, global, local);
+    return st;
+}
