@@ -272,6 +272,18 @@ static clf_status ensure(clf_context *ctx, clf_tensor **t, clf_dtype dt, int64_t
     return CLF_SUCCESS;
 }
 
+/* A workspace of `floats` floats must fit the device's global memory (with the weights and
+ * everything else it holds, it could still fail later; this catches the impossible at once). */
+static clf_status check_workspace(clf_context *ctx, const char *what, int64_t floats) {
+    const double bytes = 4.0 * (double)floats;
+    if (bytes > (double)ctx->info.global_mem_bytes)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                         "%s: the workspace needs %.0f MiB, more than the device's %.0f MiB of "
+                         "global memory",
+                         what, bytes / 1048576.0, (double)ctx->info.global_mem_bytes / 1048576.0);
+    return CLF_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- encoder */
 
 typedef struct enc_layer {
@@ -424,6 +436,8 @@ clf_status clf_encoder_reserve(clf_encoder *enc, int64_t batch, int64_t len) {
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "reserve: batch x len overflows");
     const int64_t rows = batch * len, d = enc->cfg.num_hiddens;
     if (rows <= enc->ws_rows) return CLF_SUCCESS;
+    clf_status cs = check_workspace(ctx, "encoder", rows * (6 * d + enc->cfg.ffn_num_hiddens + 1));
+    if (cs != CLF_SUCCESS) return cs;
     clf_status st = ensure(ctx, &enc->y, CLF_F32, rows * d);
     if (st == CLF_SUCCESS) st = ensure(ctx, &enc->qkv, CLF_F32, rows * 3 * d);
     if (st == CLF_SUCCESS) st = ensure(ctx, &enc->att, CLF_F32, rows * d);
@@ -677,8 +691,12 @@ clf_status clf_decoder_init_state(clf_decoder *dec, const clf_tensor *enc_output
                          (long long)max_len, (long long)c->max_len);
     if (B > INT64_MAX / max_len / 4 / (3 * d + c->ffn_num_hiddens))
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "decoder: batch x max_len overflows");
-    dec_state_free(dec);
     const int64_t rows = B * max_len;
+    st = check_workspace(ctx, "decoder state",
+                         rows * (2 * d * c->num_layers + 7 * d + c->ffn_num_hiddens) +
+                             B * Ns * 2 * d * c->num_layers);
+    if (st != CLF_SUCCESS) return st;
+    dec_state_free(dec);
     int64_t sh[3] = {B, max_len, 2 * d}, shx[3] = {B, Ns, 2 * d};
     if (enc_valid_lens) {
         st = clf_tensor_create(ctx, CLF_I32, 1, &B, &dec->enc_lens);

@@ -402,6 +402,14 @@ static void test_bad_weights(void **state) {
     clf_tensor_free(ids);
     clf_tensor_free(out);
     clf_encoder_free(enc);
+    /* workspaces larger than the device's memory: refused at once, with the sizes */
+    c = enc_cfg();
+    CLF_OK(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &enc));
+    assert_int_equal(clf_encoder_reserve(enc, 1000000000, 900), CLF_ERROR_SIZE_LIMIT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "global memory"));
+    assert_int_equal(clf_encoder_reserve(enc, 1, 1001), CLF_ERROR_SIZE_LIMIT); /* > max_len */
+    assert_int_equal(clf_encoder_reserve(enc, 0, 10), CLF_ERROR_INVALID_ARGUMENT);
+    clf_encoder_free(enc);
     /* decoder calls before init_state */
     dc = dec_cfg();
     CLF_OK(clf_decoder_load(g_ctx, g_w, "decoder.", &dc, &dec));
