@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# clformer-embed as a user runs it: a missing model gives a message saying how to fetch it (exit
+# 1); with the model, embeddings from arguments and from stdin agree and --similarity prints a
+# symmetric matrix with ones on the diagonal. Without the model (outside CI) only the first part
+# runs.   embed_test.sh <clformer-embed> <source dir>
+set -euo pipefail
+embed=$1
+src=$2
+model=${CLF_MODEL_DIR:-$src/models/all-MiniLM-L6-v2}
+
+out=$("$embed" --model /nonexistent/model "hi" 2>&1) && { echo "missing model accepted"; exit 1; }
+grep -q "fetch_minilm.sh" <<<"$out" || { echo "no fetch hint in: $out"; exit 1; }
+"$embed" --bogus 2>/dev/null && { echo "unknown option accepted"; exit 1; }
+
+if [ ! -f "$model/model.safetensors" ]; then
+    case "${CI:-}" in true | 1 | yes) echo "no model in $model under CI"; exit 1 ;; esac
+    echo "no model in $model: skipping the rest"
+    exit 0
+fi
+a=$("$embed" --model "$model" "A man is eating food." "The girl is carrying a baby.")
+b=$(printf 'A man is eating food.\nThe girl is carrying a baby.\n' | "$embed" --model "$model")
+[ "$a" = "$b" ] || { echo "arguments and stdin differ"; exit 1; }
+[ "$(wc -l <<<"$a")" -eq 2 ] && [ "$(head -1 <<<"$a" | wc -w)" -eq 384 ] ||
+    { echo "expected 2 embeddings of 384"; exit 1; }
+s=$("$embed" --model "$model" --similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby.")
+echo "$s"
+awk 'NF != 3 { exit 1 }
+     { for (j = 1; j <= 3; j++) m[NR, j] = $j }
+     END { for (i = 1; i <= 3; i++) { if (m[i, i] < 0.9999) exit 1
+             for (j = 1; j <= 3; j++) if (m[i, j] != m[j, i]) exit 1 }
+           if (!(m[1, 2] > m[1, 3])) exit 1 }' <<<"$s" || { echo "bad similarity matrix"; exit 1; }
+t=$("$embed" --model "$model" --tokens "Hello, world!")
+[ "$t" = "101 7592 1010 2088 999 102" ] || { echo "tokens: $t"; exit 1; }
+echo "embed_test: ok"
