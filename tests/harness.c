@@ -56,6 +56,22 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) 
     return _cmocka_run_group_tests(name, tests, count, harness_setup, harness_teardown);
 }
 
+char *harness_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b) b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 void rng_seed(uint64_t seed) {

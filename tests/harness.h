@@ -33,6 +33,9 @@ int harness_in_ci(void);
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count);
 #define HARNESS_RUN(name, tests) harness_run(name, tests, sizeof(tests) / sizeof(tests[0]))
 
+/* A whole file, NUL-terminated, malloc'ed; NULL if unreadable. */
+char *harness_slurp(const char *path);
+
 /* Deterministic random numbers (xorshift64*). */
 void rng_seed(uint64_t seed);
 double rng_uniform(double lo, double hi);

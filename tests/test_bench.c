@@ -33,19 +33,6 @@ static int run(const char *cmd, char **output) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 static double num(const cJSON *o, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     if (!cJSON_IsNumber(v)) fail_msg("JSON: %s missing or not a number", name);
@@ -96,7 +83,7 @@ static void test_outputs(void **state) {
 
     char path[256];
     snprintf(path, sizeof(path), "%s/r.json", g_dir);
-    char *text = slurp(path);
+    char *text = harness_slurp(path);
     assert_non_null(text);
     cJSON *root = cJSON_Parse(text);
     assert_non_null(root);
@@ -129,7 +116,7 @@ static void test_outputs(void **state) {
     free(text);
 
     snprintf(path, sizeof(path), "%s/r.csv", g_dir);
-    text = slurp(path);
+    text = harness_slurp(path);
     assert_non_null(text);
     int lines = 0;
     for (char *p = text; *p; p++)
@@ -139,7 +126,7 @@ static void test_outputs(void **state) {
     free(text);
 
     snprintf(path, sizeof(path), "%s/r.svg", g_dir);
-    text = slurp(path);
+    text = harness_slurp(path);
     assert_non_null(text);
     assert_true(svg_well_formed(text));
     int points = 0;

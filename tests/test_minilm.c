@@ -19,22 +19,6 @@ static char g_model[1024];
 static cJSON *g_fx;
 static clf_sentence_model *g_m;
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *t = malloc((size_t)n + 1);
-    if (t && fread(t, 1, (size_t)n, f) != (size_t)n) {
-        free(t);
-        t = NULL;
-    }
-    if (t) t[n] = 0;
-    fclose(f);
-    return t;
-}
-
 static const cJSON *sentences(void) {
     return cJSON_GetObjectItemCaseSensitive(g_fx, "sentences");
 }
@@ -190,7 +174,7 @@ int main(void) {
         return harness_in_ci() ? 1 : 77;
     }
     snprintf(p, sizeof(p), "%s/tests/data/minilm_fixtures.json", CLF_SOURCE_DIR);
-    char *text = slurp(p);
+    char *text = harness_slurp(p);
     g_fx = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (!g_fx) {

@@ -126,23 +126,32 @@ static clf_tensor *random_tensor(clf_context *ctx, clf_dtype dt, int nd, const i
     return t;
 }
 
-static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path,
-                         bench_results *r) {
-    const int64_t B = 8, N = 512, d = 512, H = 8, F = 2048, V = 1000;
-    bench_progress("layer: encoder_layer B%lld N%lld d%lld H%lld F%lld", (long long)B, (long long)N,
-                   (long long)d, (long long)H, (long long)F);
-    if (write_model(path, 0, V, d, F)) return 1;
+/* Writes random weights for one block of cfg's sizes to path and loads them as an encoder (enc)
+ * or a decoder (dec). */
+static int load_random(clf_context *ctx, const char *path, const clf_transformer_config *c,
+                       clf_encoder **enc, clf_decoder **dec) {
+    if (write_model(path, dec != NULL, c->vocab_size, c->num_hiddens, c->ffn_num_hiddens)) return 1;
     char err[512];
     clf_safetensors *st = NULL;
     if (clf_safetensors_open(path, &st, err, sizeof(err)) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", err);
         return 1;
     }
+    clf_status s =
+        enc ? clf_encoder_load(ctx, st, "", c, enc) : clf_decoder_load(ctx, st, "", c, dec);
+    clf_safetensors_close(st);
+    return s != CLF_SUCCESS ? fail(ctx, enc ? "encoder_layer" : "decoder_step", s) : 0;
+}
+
+static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path,
+                         bench_results *r) {
+    const int64_t B = 8, N = 512, d = 512, H = 8, F = 2048, V = 1000;
+    bench_progress("layer: encoder_layer B%lld N%lld d%lld H%lld F%lld", (long long)B, (long long)N,
+                   (long long)d, (long long)H, (long long)F);
     clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
     clf_encoder *enc = NULL;
-    clf_status s = clf_encoder_load(ctx, st, "", &c, &enc);
-    clf_safetensors_close(st);
-    if (s != CLF_SUCCESS) return fail(ctx, "encoder_layer", s);
+    if (load_random(ctx, path, &c, &enc, NULL)) return 1;
+    clf_status s;
     int bad = 0;
     int64_t is[2] = {B, N}, os[3] = {B, N, d}, one = B;
     clf_tensor *ids = random_tensor(ctx, CLF_I32, 2, is, V, &bad);
@@ -192,19 +201,11 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
                          bench_results *r) {
     const int64_t d = 512, H = 8, F = 2048, V = 1000, Ns = 64;
     const int64_t contexts[] = {64, 512, 2048};
-    if (write_model(path, 1, V, d, F)) return 1;
-    char err[512];
-    clf_safetensors *st = NULL;
-    if (clf_safetensors_open(path, &st, err, sizeof(err)) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", err);
-        return 1;
-    }
     clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
     c.max_len = 4096;
     clf_decoder *dec = NULL;
-    clf_status s = clf_decoder_load(ctx, st, "", &c, &dec);
-    clf_safetensors_close(st);
-    if (s != CLF_SUCCESS) return fail(ctx, "decoder_step", s);
+    if (load_random(ctx, path, &c, NULL, &dec)) return 1;
+    clf_status s;
     int bad = 0;
     int64_t es[3] = {1, Ns, d}, one[2] = {1, 1}, ls[3] = {1, 1, V};
     clf_tensor *enc = random_tensor(ctx, CLF_F32, 3, es, 0, &bad);

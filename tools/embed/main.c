@@ -38,6 +38,17 @@ static int exists(const char *dir, const char *name) {
     return stat(p, &s) == 0;
 }
 
+/* Appends a copy of s to the growing array *texts; 0 on success. */
+static int push(char ***texts, int64_t *n, int64_t *cap, const char *s) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        char **t = realloc(*texts, (size_t)*cap * sizeof(char *));
+        if (!t) return 1;
+        *texts = t;
+    }
+    return ((*texts)[(*n)++] = strdup(s)) == NULL;
+}
+
 int main(int argc, char **argv) {
     const char *spec = NULL, *model = getenv("CLF_MODEL_DIR");
     int similarity = 0, tokens = 0;
@@ -61,14 +72,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "clformer-embed: unknown option '%s'\n", a);
             usage(stderr);
             return 2;
-        } else {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                char **t = realloc(texts, (size_t)cap * sizeof(char *));
-                if (!t) return 1;
-                texts = t;
-            }
-            texts[n++] = strdup(a);
+        } else if (push(&texts, &n, &cap, a)) {
+            return 1;
         }
     }
     if (!model || !*model) model = DEFAULT_MODEL;
@@ -92,13 +97,7 @@ int main(int argc, char **argv) {
         while ((len = getline(&line, &lcap, stdin)) >= 0) {
             while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                 line[--len] = 0;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                char **t = realloc(texts, (size_t)cap * sizeof(char *));
-                if (!t) return 1;
-                texts = t;
-            }
-            texts[n++] = strdup(line);
+            if (push(&texts, &n, &cap, line)) return 1;
         }
         free(line);
     }
