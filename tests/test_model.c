@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 static clf_safetensors *g_w, *g_fx;
@@ -465,6 +466,70 @@ static void test_argmax(void **state) {
     clf_tensor_free(to);
 }
 
+/* Two threads, each with its own context, load the encoder and decoder and decode greedily at
+ * once: both get PyTorch's tokens (no state is shared between contexts). */
+typedef struct thread_job {
+    int ok;
+    char err[256];
+} thread_job;
+
+static void *thread_main(void *arg) {
+    thread_job *job = arg;
+    clf_context_params p = clf_context_default_params();
+    clf_context *ctx = NULL;
+    clf_encoder *enc = NULL;
+    clf_decoder *dec = NULL;
+    clf_tensor *src = NULL, *vl = NULL;
+    const int64_t B = 3, M = g_cfg[MAXSTEPS];
+    int32_t tokens[64], want[64], ids[64], lens[8];
+    int64_t lengths[8];
+    clf_transformer_config ec = enc_cfg(), dc = dec_cfg();
+    clf_greedy_params gp = {g_cfg[BOS], g_cfg[EOS], M, NULL, NULL};
+    int64_t ss[2] = {B, 9};
+    clf_status st = clf_context_create(&ctx, &p);
+    if (st == CLF_SUCCESS)
+        st = clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, job->err,
+                                      sizeof(job->err));
+    if (st == CLF_SUCCESS)
+        st = clf_safetensors_read_i32(g_fx, "src", ids, B * 9, job->err, sizeof(job->err));
+    if (st == CLF_SUCCESS)
+        st = clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, job->err, sizeof(job->err));
+    if (st == CLF_SUCCESS) st = clf_encoder_load(ctx, g_w, "encoder.", &ec, &enc);
+    if (st == CLF_SUCCESS) st = clf_decoder_load(ctx, g_w, "decoder.", &dc, &dec);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 2, ss, &src);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 1, &ss[0], &vl);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(src, ids, (size_t)(B * 9) * 4);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(vl, lens, (size_t)B * 4);
+    for (int round = 0; round < 3 && st == CLF_SUCCESS; round++) {
+        st = clf_greedy_decode(enc, dec, src, vl, &gp, tokens, lengths);
+        if (st == CLF_SUCCESS && memcmp(tokens, want, (size_t)(B * M) * 4) != 0)
+            snprintf(job->err, sizeof(job->err), "round %d: tokens differ from PyTorch", round);
+    }
+    if (st != CLF_SUCCESS && ctx)
+        snprintf(job->err, sizeof(job->err), "%s", clf_context_last_error(ctx));
+    job->ok = st == CLF_SUCCESS && job->err[0] == '\0';
+    clf_tensor_free(src);
+    clf_tensor_free(vl);
+    clf_encoder_free(enc);
+    clf_decoder_free(dec);
+    clf_context_free(ctx);
+    return NULL;
+}
+
+static void test_two_threads(void **state) {
+    (void)state;
+    open_fixtures();
+    pthread_t th[2];
+    thread_job jobs[2];
+    memset(jobs, 0, sizeof(jobs));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        if (!jobs[i].ok) fail_msg("thread %d: %s", i, jobs[i].err);
+}
+
 int main(void) {
     rng_seed(6);
     const struct CMUnitTest tests[] = {
@@ -474,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_decoder_matches_pytorch),
         cmocka_unit_test(test_greedy_matches_pytorch),
         cmocka_unit_test(test_bad_weights),
+        cmocka_unit_test(test_two_threads),
     };
     int rc = HARNESS_RUN("model", tests);
     clf_safetensors_close(g_w);

@@ -401,7 +401,8 @@ CLF_API clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor 
  * each tensor's dtype, shape and [begin, end) byte offsets into the data that follows). Opening
  * validates the whole header: every dtype is known, every shape's size matches its byte range,
  * every range lies inside the file and no two overlap; a corrupt or truncated file is refused
- * with a message saying what is wrong. Data is read from the file when a tensor is loaded. */
+ * with a message saying what is wrong. Data is read from the file when a tensor is loaded; one
+ * clf_safetensors may be read from several threads at once (each read opens the file). */
 typedef struct clf_safetensors clf_safetensors;
 
 typedef enum {
