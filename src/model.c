@@ -521,7 +521,6 @@ clf_status clf_encoder_forward(clf_encoder *enc, const clf_tensor *ids,
                          (long long)d, clf__shape_str(ids, b, sizeof(b)));
     }
     if ((st = clf_encoder_reserve(enc, B, N)) != CLF_SUCCESS) return st;
-    const uint64_t launches0 = ctx->launches;
     if (enc->cfg.arch == CLF_ARCH_D2L) {
         st = clf_embedding(ctx, ids, enc->emb, (float)sqrt((double)d), 1, 0, out);
     } else {
@@ -547,7 +546,6 @@ clf_status clf_encoder_forward(clf_encoder *enc, const clf_tensor *ids,
     for (int64_t i = 0; i < enc->cfg.num_layers && st == CLF_SUCCESS; i++)
         st = encoder_block(enc, &enc->layers[i], out, B, N, valid_lens);
     if (st == CLF_SUCCESS) {
-        (void)launches0;
         enc->launches_per_layer = (int64_t)(ctx->launches - launches1) / enc->cfg.num_layers;
     }
     return st;

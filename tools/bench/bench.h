@@ -74,6 +74,8 @@ int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Fills pct_peak of compute-bound records once the FMA peak is known. */
 void bench_gemm_finish(const bench_peaks *p, bench_results *r);
 int bench_add_result(bench_results *r, const bench_result *x);
+/* A zeroed record of op with the given shape and bound ("memory" or "compute"), tuned = -1. */
+bench_result bench_result_make(const char *op, int ndim, const int64_t *shape, const char *bound);
 /* Runs every library op once on tiny inputs (first use of every kernel). */
 int bench_ops_touch_all(clf_context *ctx);
 

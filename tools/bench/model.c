@@ -179,14 +179,8 @@ static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path
     clf_tensor_free(vl);
     clf_encoder_free(enc);
     if (s != CLF_SUCCESS) return fail(ctx, "encoder_layer", s);
-    bench_result res;
-    memset(&res, 0, sizeof(res));
-    snprintf(res.op, sizeof(res.op), "encoder_layer");
-    res.ndim = 5;
     const int64_t sh[5] = {B, N, d, H, F};
-    memcpy(res.shape, sh, sizeof(sh));
-    res.tuned = -1;
-    res.bound = "compute";
+    bench_result res = bench_result_make("encoder_layer", 5, sh, "compute");
     res.ms = bench_median(t, samples);
     /* embedding excluded: per token 2 (4 d^2 + 2 d F) for the projections and FFN, plus
      * 4 N d for QK^T and PV over all keys */
@@ -237,14 +231,8 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
             rc = fail(ctx, "decoder_step", s);
             break;
         }
-        bench_result res;
-        memset(&res, 0, sizeof(res));
-        snprintf(res.op, sizeof(res.op), "decoder_step");
-        res.ndim = 5;
         const int64_t sh[5] = {1, ctxlen, d, H, F};
-        memcpy(res.shape, sh, sizeof(sh));
-        res.tuned = -1;
-        res.bound = "memory";
+        bench_result res = bench_result_make("decoder_step", 5, sh, "memory");
         res.ms = bench_median(t, samples);
         res.context = ctxlen;
         res.tokens_per_s = 1000.0 / res.ms;
@@ -271,14 +259,8 @@ static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r)
     const char *dir = getenv("CLF_MODEL_DIR");
     if (!dir || !*dir) dir = "models/all-MiniLM-L6-v2";
     bench_progress("model: model_minilm B%lld N%lld (%s)", (long long)B, (long long)N, dir);
-    bench_result res;
-    memset(&res, 0, sizeof(res));
-    snprintf(res.op, sizeof(res.op), "model_minilm");
-    res.ndim = 2;
-    res.shape[0] = B;
-    res.shape[1] = N;
-    res.tuned = -1;
-    res.bound = "compute";
+    const int64_t sh[2] = {B, N};
+    bench_result res = bench_result_make("model_minilm", 2, sh, "compute");
     char p[4096];
     snprintf(p, sizeof(p), "%s/model.safetensors", dir);
     if (access(p, R_OK) != 0) {

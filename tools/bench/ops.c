@@ -178,6 +178,17 @@ int bench_ops_touch_all(clf_context *ctx) {
     return 0;
 }
 
+bench_result bench_result_make(const char *op, int ndim, const int64_t *shape, const char *bound) {
+    bench_result res;
+    memset(&res, 0, sizeof(res));
+    snprintf(res.op, sizeof(res.op), "%s", op);
+    res.ndim = ndim;
+    memcpy(res.shape, shape, (size_t)ndim * sizeof(int64_t));
+    res.bound = bound;
+    res.tuned = -1;
+    return res;
+}
+
 int bench_add_result(bench_results *r, const bench_result *x) {
     if (r->n == r->cap) {
         size_t nc = r->cap ? r->cap * 2 : 16;
@@ -272,17 +283,11 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
                     clf_context_last_error(ctx));
             return 1;
         }
-        bench_result res;
-        memset(&res, 0, sizeof(res));
-        snprintf(res.op, sizeof(res.op), "gemm");
-        res.ndim = 3;
-        res.shape[0] = m;
-        res.shape[1] = n;
-        res.shape[2] = k;
+        const int64_t sh[3] = {m, n, k};
+        bench_result res = bench_result_make("gemm", 3, sh, "compute");
         res.ms = bench_median(t, samples);
         res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
         res.gbps = 4.0 * (double)(m * k + n * k + m * n) / (res.ms * 1e6);
-        res.bound = "compute";
         res.tuned = tuned;
         snprintf(res.params, sizeof(res.params), "%s", clf_gemm_tuning_source(ctx));
         if (bench_add_result(r, &res)) return 1;
@@ -307,19 +312,10 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
                          bench_results *r) {
     bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
                    (long long)nq, (long long)nk, (long long)dh);
-    bench_result res;
-    memset(&res, 0, sizeof(res));
-    snprintf(res.op, sizeof(res.op), "%s", op);
-    res.ndim = 5;
-    res.shape[0] = b;
-    res.shape[1] = h;
-    res.shape[2] = nq;
-    res.shape[3] = nk;
-    res.shape[4] = dh;
-    res.tuned = -1;
+    const int64_t sh[5] = {b, h, nq, nk, dh};
+    bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "memory" : "compute");
     const double flops = 4.0 * (double)(b * h * nq * nk * dh);
     const double io = 4.0 * (double)(2 * b * nq * h * dh + 2 * b * nk * h * dh);
-    res.bound = nq == 1 ? "memory" : "compute";
     int bad = 0;
     int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, h * dh};
     clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad),
