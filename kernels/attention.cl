@@ -1,6 +1,6 @@
 /*
  * attention.cl — scaled dot-product attention for many heads in one launch, flash style: one
- * pass over the keys in tiles of BK with an online softmax (running max m, running sum l), the
+ * pass over the keys in tiles with an online softmax (running max m, running sum l), the
  * output rescaled once at the end; no Nq x Nk matrix anywhere, so memory stays O(N * DH).
  *
  * Layout: the seeds' rearrange('b n (h d) -> b h n d') folded into indexing. Row r of batch b of
@@ -16,7 +16,14 @@
  *
  * Each work-item owns one query: its scaled q and its accumulator live in private memory as DH/VW
  * vectors; K and V rows are read straight from global memory (on CPUs a local copy only adds
- * work; on GPUs the BQ work-items of a group read the same rows at the same time).
+ * work; on GPUs the BQ work-items of a group read the same rows at the same time). Keys go in
+ * tiles of VW, whose softmax weights come from one vector exp.
+ *
+ * Scores are kept in log2 units (q is scaled by scale * log2(e)), so weights are exp2(s - m).
+ * Lazy rescaling (as in FlashAttention-4): the running max m moves only when a tile's max exceeds
+ * it by more than RESCALE, so the common tile costs no scalar exp2 and no pass over the
+ * accumulator. Weights stay <= 2^RESCALE, the sum <= Nk 2^RESCALE: far from float overflow, and
+ * the result (acc / l, both under the same m) is unchanged.
  * Split-K (flash-decoding): with splits > 1 the keys are cut into chunks of split_keys, one per
  * get_global_id(2); each writes its partial (m, l, acc) and attention_combine merges them.
  *
@@ -25,7 +32,7 @@
  * a pass over K.
  *
  * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (work-items
- * per work-group), BK (keys per tile), QB (queries per work-item, attention_tiled_t).
+ * per work-group), QB (queries per work-item, attention_tiled_t).
  */
 #ifndef VW
 #define VW 16 /* floats per vector load; the host picks one that divides DH */
@@ -36,14 +43,22 @@
 #ifndef BQ
 #define BQ 8 /* queries (work-items) per work-group */
 #endif
-#ifndef BK
-#define BK 32 /* keys per tile: scores of a tile are kept in private memory */
-#endif
 #ifndef QB
 #define QB 4 /* queries per work-item in attention_tiled_t (register blocking) */
 #endif
+#ifndef RESCALE
+#define RESCALE 8.0f /* lazy rescaling threshold (log2 units), see below */
+#endif
 
 #define NV (DH / VW)
+/* A whole private float[VW] as one vector. */
+#if VW == 1
+#define PRIV_VLOAD(a)     ((a)[0])
+#define PRIV_VSTORE(v, a) ((a)[0] = (v))
+#else
+#define PRIV_VLOAD(a)     CLF_CAT(vload, VW)(0, (a))
+#define PRIV_VSTORE(v, a) CLF_CAT(vstore, VW)((v), 0, (a))
+#endif
 
 /* Visible keys of query i of batch b. */
 inline int attention_limit(int nk, int i, int b, int nq, const __global int *lens, int lens_mode,
@@ -82,35 +97,42 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
     const __global float *vb = v + b * v_bstride + v_col + h * DH;
     floatV qv[NV], acc[NV];
     for (int d = 0; d < NV; d++) {
-        qv[d] = VLOAD(d, qr) * scale; /* scores = (q * scale) . k */
+        qv[d] = VLOAD(d, qr) * (scale * M_LOG2E_F); /* log2-unit scores (q * scale) . k */
         acc[d] = (floatV)(0.0f);
     }
-    float m = CLF_NEG_BIG, l = 0.0f;
-    float s[BK];
-    for (int j0 = j_begin; j0 < j_end; j0 += BK) {
-        const int jn = min(BK, j_end - j0);
-        float mt = m;
-        for (int jj = 0; jj < jn; jj++) {
-            const __global float *kr = kb + (long)(j0 + jj) * k_rstride;
+    float m = CLF_NEG_BIG;
+    floatV lv = (floatV)(0.0f);
+    float sa[VW], pa[VW];
+    /* Tiles of VW keys: one horizontal sum per key, then the tile's softmax in one vector. */
+    for (int j0 = j_begin; j0 < j_end; j0 += VW) {
+        const int jn = min(VW, j_end - j0);
+        for (int jj = 0; jj < VW; jj++) {
+            const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride;
             floatV dot = qv[0] * VLOAD(0, kr);
             for (int d = 1; d < NV; d++)
                 dot = fma(qv[d], VLOAD(d, kr), dot);
-            s[jj] = HSUM(dot);
-            mt = fmax(mt, s[jj]);
+            sa[jj] = HSUM(dot);
         }
-        const float corr = exp(m - mt); /* rescale what was accumulated under the old max */
-        l *= corr;
-        for (int d = 0; d < NV; d++)
-            acc[d] *= corr;
-        for (int jj = 0; jj < jn; jj++) {
-            const float p = exp(s[jj] - mt);
-            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
-            l += p;
+        const intV visible = (IOTA + j0) < j_end;
+        const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
+        const float bm = HMAX(s);
+        if (bm > m + RESCALE) { /* lazy rescale; also the first tile (m is the sentinel) */
+            const float corr = exp2(m - bm);
+            lv *= corr;
             for (int d = 0; d < NV; d++)
-                acc[d] = fma((floatV)(p), VLOAD(d, vr), acc[d]);
+                acc[d] *= corr;
+            m = bm;
         }
-        m = mt;
+        const floatV p = select((floatV)(0.0f), exp2(s - m), visible);
+        lv += p;
+        PRIV_VSTORE(p, pa);
+        for (int jj = 0; jj < jn; jj++) {
+            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+            for (int d = 0; d < NV; d++)
+                acc[d] = fma((floatV)(pa[jj]), VLOAD(d, vr), acc[d]);
+        }
     }
+    const float l = HSUM(lv);
     if (splits > 1) {
         __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
         pr[0] = m;
@@ -144,7 +166,7 @@ attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
         acc[d] = (floatV)(0.0f);
     for (int s = 0; s < splits; s++) {
         const __global float *ps = pr + s * (DH + 2);
-        const float w = ps[1] > 0.0f ? exp(ps[0] - m) : 0.0f; /* an empty split adds nothing */
+        const float w = ps[1] > 0.0f ? exp2(ps[0] - m) : 0.0f; /* an empty split adds nothing */
         l += w * ps[1];
         for (int d = 0; d < NV; d++)
             acc[d] = fma((floatV)(w), VLOAD(d, ps + 2), acc[d]);
@@ -193,18 +215,19 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     int lim_max = 0;
     float qs[QB][DH];
     floatV acc[QB][NV];
-    float m[QB], l[QB];
+    float m[QB];
+    floatV lv[QB];
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
         lim[u] = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
         lim_max = max(lim_max, lim[u]);
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)
-            qs[u][d] = qr[d] * scale;
+            qs[u][d] = qr[d] * (scale * M_LOG2E_F);
         for (int d = 0; d < NV; d++)
             acc[u][d] = (floatV)(0.0f);
         m[u] = CLF_NEG_BIG;
-        l[u] = 0.0f;
+        lv[u] = (floatV)(0.0f);
     }
     float pa[QB][VW];
     for (int j0 = 0; j0 < lim_max; j0 += VW) {
@@ -219,19 +242,18 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         for (int u = 0; u < QB; u++) {
             const intV visible = (IOTA + j0) < lim[u];
             const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
-            const float mt = fmax(m[u], HMAX(su));
-            const float corr = exp(m[u] - mt);
-            /* Masked lanes weigh 0, also when no lane is visible (then mt is the sentinel). */
-            const floatV p = select((floatV)(0.0f), exp(su - mt), visible);
-            l[u] = l[u] * corr + HSUM(p);
-            for (int d = 0; d < NV; d++)
-                acc[u][d] *= corr;
-#if VW == 1
-            pa[u][0] = p;
-#else
-            VSTORE(p, 0, pa[u]);
-#endif
-            m[u] = mt;
+            const float bm = HMAX(su);
+            if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */
+                const float corr = exp2(m[u] - bm);
+                lv[u] *= corr;
+                for (int d = 0; d < NV; d++)
+                    acc[u][d] *= corr;
+                m[u] = bm;
+            }
+            /* Masked lanes weigh 0, also when no lane is visible (then m is the sentinel). */
+            const floatV p = select((floatV)(0.0f), exp2(su - m[u]), visible);
+            lv[u] += p;
+            PRIV_VSTORE(p, pa[u]);
         }
         const int jn = min(VW, lim_max - j0);
         for (int jj = 0; jj < jn; jj++) {
@@ -245,7 +267,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     }
     for (int u = 0; u < QB && i0 + u < nq; u++) {
         __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;
-        const float inv = l[u] > 0.0f ? 1.0f / l[u] : 0.0f;
+        const float l = HSUM(lv[u]);
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         for (int d = 0; d < NV; d++)
             VSTORE(acc[u][d] * inv, d, orow);
     }

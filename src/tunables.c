@@ -65,12 +65,11 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"elementwise.SKINNY_MAX", CLF_PROG_ELEMENTWISE, 1 << 30, 8, 8, 0, 1 << 30, 0, 1},
     {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 0},
     /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
-     * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group; BK keys per tile;
+     * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group;
      * SPLIT_NQ: at most this many queries take the split-key (flash-decoding) path, with
      * SPLIT_KEYS keys per split. */
     {"attention.MAXVW", CLF_PROG_ATTENTION, 16, 4, 4, 1, 16, 1, 1},
     {"attention.BQ", CLF_PROG_ATTENTION, 4, 64, 32, 0, 1024, 1, 0},
-    {"attention.BK", CLF_PROG_ATTENTION, 32, 32, 32, 0, 256, 1, 0},
     {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0, 1},
     {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1, 1},
     /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */

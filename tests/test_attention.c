@@ -23,6 +23,7 @@ typedef struct acase {
     int causal;
     int64_t offset;
     double qk_scale; /* magnitude of q and k entries */
+    double rising;   /* > 0: scores also grow by this much per key (q_0 = 1, k_j0 ~ j) */
 } acase;
 
 static float *random_floats(int64_t n, double mag) {
@@ -101,6 +102,14 @@ static void run_case(const acase *c, int naive) {
         q = random_floats(c->b * c->nq * wq, c->qk_scale);
         k = random_floats(c->b * c->kmax * wk, c->qk_scale);
         v = random_floats(c->b * c->kmax * wv, 1.0);
+        if (c->rising > 0) /* the running max grows all along: the kernels must rescale */
+            for (int64_t h = 0; h < c->h; h++) {
+                for (int64_t r = 0; r < c->b * c->nq; r++)
+                    q[r * wq + qcol + h * c->dh] = 1.0f;
+                for (int64_t r = 0; r < c->b * c->kmax; r++)
+                    k[r * wk + kcol + h * c->dh] =
+                        (float)(c->rising * (double)(r % c->kmax) * sqrt((double)c->dh));
+            }
     }
     int32_t *lens = NULL;
     if (c->lens_mode) {
@@ -176,11 +185,11 @@ static void run_case(const acase *c, int naive) {
 
 static const acase k_cases[] = {
     /* b, h, nq, nk, dh, kmax, fused, lens, causal, offset, qk */
-    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},       {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1},
-    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1},  {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1},
-    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1},   {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1},
-    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1},   {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1},
-    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1}, {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2},
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0},       {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1, 0},
+    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1, 0},  {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1, 0},
+    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1, 0},   {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1, 0},
+    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1, 0},   {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1, 0},
+    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1, 0}, {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2, 0},
 };
 
 static void run_all(int naive) {
@@ -188,14 +197,13 @@ static void run_all(int naive) {
         run_case(&k_cases[i], naive);
 }
 
-/* Styles: CPU defaults (transposed keys, 4 queries per work-item), GPU-like, and the
- * row-wise kernel with odd tiles (the split path's kernel, here without splits). */
+/* Styles: CPU-like (transposed keys, 6 queries per work-item: a partial register block of
+ * queries in the V product), GPU-like, and the row-wise kernel with vectors of 1 (the split
+ * path's kernel, here without splits). */
 static void use_attention_style(int s) {
-    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, bk[3] = {32, 7, 1}, qb[3] = {4, 1, 3},
-                  kt[3] = {1, 1, 0};
+    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0};
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
-    CLF_OK(clf_context_set_tunable(g_ctx, "attention.BK", bk[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.QB", qb[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));
 }
@@ -222,9 +230,9 @@ static void test_split_decode(void **state) {
     rng_seed(63);
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 16));
     const acase cases[] = {
-        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1},
-        {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1},
-        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1},
+        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0},
+        {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0},
+        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(&cases[i], 0);
@@ -236,13 +244,36 @@ static void test_extreme_logits(void **state) {
     (void)state;
     rng_seed(64);
     const acase cases[] = {
-        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
-        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0},
+        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0, 0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
+        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         run_case(&cases[i], 0);
         run_case(&cases[i], 1);
     }
+}
+
+/* Scores that rise by 1-3 per key, so the running max moves past the lazy-rescaling threshold
+ * again and again, in every kernel style and in the split path. */
+static void test_rising_scores(void **state) {
+    (void)state;
+    rng_seed(66);
+    const acase cases[] = {
+        {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0},
+        {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0},
+    };
+    for (int st = 0; st < 3; st++) {
+        use_attention_style(st);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            run_case(&cases[i], 0);
+    }
+    use_attention_style(0);
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 32));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_NQ", 8));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i], 0); /* split keys, then combine */
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_NQ", 4));
 }
 
 static void test_naive_weights(void **state) {
@@ -356,7 +387,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiled),         cmocka_unit_test(test_naive),
         cmocka_unit_test(test_split_decode),  cmocka_unit_test(test_extreme_logits),
-        cmocka_unit_test(test_naive_weights), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_rising_scores), cmocka_unit_test(test_naive_weights),
+        cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("attention", tests);
 }
