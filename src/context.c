@@ -27,7 +27,8 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
         ctx->fault_at[i] = -1;
     ctx->error = calloc(1, 1);
     ctx->tunables = calloc(clf__tunable_count, sizeof(int64_t));
-    if (!ctx->error || !ctx->tunables) return CLF_ERROR_OUT_OF_MEMORY;
+    ctx->tunable_set = calloc(clf__tunable_count, 1);
+    if (!ctx->error || !ctx->tunables || !ctx->tunable_set) return CLF_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < clf__tunable_count; i++)
         ctx->tunables[i] = clf__tunable_default(&clf__tunable_defs[i], ctx->info.type);
     ctx->disk_cache = p->disk_cache;
@@ -42,6 +43,7 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     ctx->gemm_tuning_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
     snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "clblast");
     if (p->gemm_tuning) clf__gemm_tuning_init(ctx);
+    clf__attention_tuning_init(ctx);
     return CLF_SUCCESS;
 }
 
@@ -170,6 +172,7 @@ void clf_context_free(clf_context *ctx) {
     free(ctx->gemm_tuning_dir);
     free(ctx->kernel_dir);
     free(ctx->tunables);
+    free(ctx->tunable_set);
     free(ctx->error);
     free(ctx);
 }
@@ -218,6 +221,7 @@ clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t v
                          "tunable %s = %lld: must be in %lld..%lld%s", name, (long long)value,
                          (long long)d->min, (long long)d->max,
                          d->pow2 ? " and a power of two" : "");
+    ctx->tunable_set[i] = 1;
     if (ctx->tunables[i] == value) return CLF_SUCCESS;
     ctx->tunables[i] = value;
     /* Rebuild that program's kernels (through the program cache) at next use. */

@@ -72,17 +72,50 @@ static clf_status apply(clf_context *ctx, const gemm_params *p) {
                                : clf__clblast_fail(ctx, s, "CLBlastOverrideParameters");
 }
 
-/* <dir>/gemm-tuning/<hash>.json for this device; NULL without a cache folder. */
-static char *tuning_path(const clf_context *ctx) {
+/* <cache>/<kind>/<hash>.json for this device; NULL without a cache folder. */
+char *clf__tuning_path(const clf_context *ctx, const char *kind) {
     if (!ctx->gemm_tuning_dir) return NULL;
     uint64_t key[2];
-    clf__cache_key("gemm-tuning", "", &ctx->info, key);
-    size_t n = strlen(ctx->gemm_tuning_dir) + 64;
+    clf__cache_key(kind, "", &ctx->info, key);
+    size_t n = strlen(ctx->gemm_tuning_dir) + strlen(kind) + 48;
     char *path = malloc(n);
     if (path)
-        snprintf(path, n, "%s/gemm-tuning/%016llx%016llx.json", ctx->gemm_tuning_dir,
+        snprintf(path, n, "%s/%s/%016llx%016llx.json", ctx->gemm_tuning_dir, kind,
                  (unsigned long long)key[0], (unsigned long long)key[1]);
     return path;
+}
+
+static char *tuning_path(const clf_context *ctx) {
+    return clf__tuning_path(ctx, "gemm-tuning");
+}
+
+clf_status clf__tuning_save(clf_context *ctx, const char *kind, cJSON *root, char *path_out,
+                            size_t path_size) {
+    char *path = clf__tuning_path(ctx, kind);
+    if (!path) {
+        cJSON_Delete(root);
+        return clf__fail(ctx, CLF_ERROR_IO, "no cache folder to save %s in", kind);
+    }
+    cJSON_AddStringToObject(root, "device", ctx->info.name);
+    cJSON_AddStringToObject(root, "vendor", ctx->info.vendor);
+    cJSON_AddStringToObject(root, "driver", ctx->info.driver_version);
+    cJSON_AddStringToObject(root, "platform", ctx->info.platform_name);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    clf_status st = CLF_SUCCESS;
+    char dir[700], tmp[800];
+    snprintf(dir, sizeof(dir), "%s/%s", ctx->gemm_tuning_dir, kind);
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = (text && clf__make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        if (f) remove(tmp);
+        st = clf__fail(ctx, CLF_ERROR_IO, "cannot write %s file %s", kind, path);
+    } else {
+        snprintf(path_out, path_size, "%s", path);
+    }
+    free(text);
+    free(path);
+    return st;
 }
 
 /* Reads `count` named non-negative integers (<= 4096) from object obj. */
@@ -385,14 +418,8 @@ static clf_status set_routine(clf_context *ctx, size_t min_indirect) {
 
 static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_result *r,
                        char *path_out, size_t path_size) {
-    char *path = tuning_path(ctx);
-    if (!path) return clf__fail(ctx, CLF_ERROR_IO, "no cache folder to save GEMM tuning in");
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", TUNING_FORMAT);
-    cJSON_AddStringToObject(root, "device", ctx->info.name);
-    cJSON_AddStringToObject(root, "vendor", ctx->info.vendor);
-    cJSON_AddStringToObject(root, "driver", ctx->info.driver_version);
-    cJSON_AddStringToObject(root, "platform", ctx->info.platform_name);
     if (p->has_xgemm) {
         cJSON *x = cJSON_AddObjectToObject(root, "Xgemm");
         for (int i = 0; i < N_XGEMM; i++)
@@ -408,23 +435,7 @@ static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_re
     cJSON_AddNumberToObject(root, "gflops", r->after_gflops);
     cJSON_AddNumberToObject(root, "small_gflops", r->small_after_gflops);
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    clf_status st = CLF_SUCCESS;
-    char dir[700];
-    snprintf(dir, sizeof(dir), "%s/gemm-tuning", ctx->gemm_tuning_dir);
-    char tmp[800];
-    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = (text && clf__make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-        if (f) remove(tmp);
-        st = clf__fail(ctx, CLF_ERROR_IO, "cannot write GEMM tuning file %s", path);
-    } else {
-        snprintf(path_out, path_size, "%s", path);
-    }
-    free(text);
-    free(path);
-    return st;
+    return clf__tuning_save(ctx, "gemm-tuning", root, path_out, path_size);
 }
 
 /* Fills a tensor with values uniform in [-1, 1] and keeps a host copy. */

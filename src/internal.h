@@ -76,6 +76,13 @@ typedef struct clf_tunable_def {
 extern const clf_tunable_def clf__tunable_defs[];
 extern const size_t clf__tunable_count;
 
+/* Attention tiles (attention.QB, attention.BQ) for one head size, from an attention tuning file
+ * (see attention_tuning.c). */
+#define CLF_ATT_TILES_MAX 16
+typedef struct clf_att_tile {
+    int64_t head_dim, qb, bq;
+} clf_att_tile;
+
 /* Index of a tunable by full name, or -1. */
 int clf__tunable_find(const char *name);
 /* Default for a device type. */
@@ -148,7 +155,11 @@ struct clf_context {
 
     clf_kernel_entry *kernels; /* library kernels created so far, per (kernel, variant) */
     size_t n_kernels, cap_kernels;
-    int64_t *tunables;                 /* [clf__tunable_count] values in force */
+    int64_t *tunables;          /* [clf__tunable_count] values in force */
+    unsigned char *tunable_set; /* [clf__tunable_count] 1: set by clf_context_set_tunable */
+    clf_att_tile att_tiles[CLF_ATT_TILES_MAX]; /* attention tiles per head size (tuning file) */
+    int n_att_tiles;
+    char att_source[600];              /* see clf_attention_tuning_source() */
     char gemm_source[600];             /* see clf_gemm_tuning_source() */
     char *gemm_tuning_dir;             /* owned; the cache folder, even if disk_cache is off */
     int64_t fault_at[CLF_FAULT_KINDS]; /* see clf__fault_set; -1: off */
@@ -206,6 +217,24 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
                                   size_t err_size);
+/* Tuning files: <cache>/<kind>/<hash of the device>.json, NULL without a cache folder
+ * (malloc'ed). */
+char *clf__tuning_path(const clf_context *ctx, const char *kind);
+/* Adds the device's identity to root, writes it (consumed) atomically to this device's <kind>
+ * file and its path into path_out. */
+struct cJSON;
+clf_status clf__tuning_save(clf_context *ctx, const char *kind, struct cJSON *root, char *path_out,
+                            size_t path_size);
+/* Loads this device's attention tuning file, if any; a malformed one leaves a warning in
+ * ctx->error and is ignored. */
+void clf__attention_tuning_init(clf_context *ctx);
+/* Parses an attention tuning file's text into tiles[CLF_ATT_TILES_MAX] (host-only; for tests and
+ * fuzzing); false with why if it is not a valid one. */
+bool clf__attention_tuning_parse(const char *text, int64_t max_wg, clf_att_tile *tiles, int *n,
+                                 const char **why);
+/* The (QB, BQ) for attention with head size dh: explicit tunables, else the tuned pair for dh
+ * (returns true), else the tunables' defaults. */
+bool clf__attention_tiles(const clf_context *ctx, int64_t dh, int64_t *qb, int64_t *bq);
 /* Validates the text of a GEMM tuning file (host-only; for tests and fuzzing). */
 bool clf__gemm_tuning_parse(const char *text, const char **why);
 

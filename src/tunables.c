@@ -69,12 +69,14 @@ const clf_tunable_def clf__tunable_defs[] = {
      * SPLIT_NQ: at most this many queries take the split-key (flash-decoding) path, with
      * SPLIT_KEYS keys per split. */
     {"attention.MAXVW", CLF_PROG_ATTENTION, 16, 4, 4, 1, 16, 1, 1},
-    {"attention.BQ", CLF_PROG_ATTENTION, 4, 64, 32, 0, 1024, 1, 0},
+    {"attention.BQ", CLF_PROG_ATTENTION, 4, 64, 32, 0, 1024, 1, 1},
     {"attention.SPLIT_NQ", CLF_PROG_ATTENTION, 4, 4, 4, 0, 1024, 0, 1},
     {"attention.SPLIT_KEYS", CLF_PROG_ATTENTION, 256, 256, 256, 0, 1 << 20, 1, 1},
+    /* BQ and QB reach the kernels as per-call options, per head size (clf_attention_tune
+     * keeps tuned pairs per device and Dh), so they are host-side here. */
     /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */
     {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0, 1},
-    {"attention.QB", CLF_PROG_ATTENTION, 16, 1, 1, 0, 16, 1, 0},
+    {"attention.QB", CLF_PROG_ATTENTION, 16, 1, 1, 0, 16, 1, 1},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

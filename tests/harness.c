@@ -72,6 +72,23 @@ char *harness_slurp(const char *path) {
     return b;
 }
 
+clf_context *harness_context_in(const char *cache_dir) {
+    clf_context_params p = clf_context_default_params();
+    p.cache_dir = cache_dir;
+    clf_context *ctx = NULL;
+    char msg[1024] = "";
+    p.error_buf = msg;
+    p.error_buf_size = sizeof(msg);
+    if (clf_context_create(&ctx, &p) != CLF_SUCCESS) fail_msg("context in %s: %s", cache_dir, msg);
+    return ctx;
+}
+
+void harness_remove_tree(const char *dir) {
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 void rng_seed(uint64_t seed) {

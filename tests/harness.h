@@ -36,6 +36,11 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t count);
 /* A whole file, NUL-terminated, malloc'ed; NULL if unreadable. */
 char *harness_slurp(const char *path);
 
+/* A context with default parameters but cache folder cache_dir (fails the test if none). */
+clf_context *harness_context_in(const char *cache_dir);
+/* Removes a scratch folder and everything in it (fails the test if it cannot). */
+void harness_remove_tree(const char *dir);
+
 /* Deterministic random numbers (xorshift64*). */
 void rng_seed(uint64_t seed);
 double rng_uniform(double lo, double hi);

@@ -196,8 +196,7 @@ static void test_errors(void **state) {
     assert_int_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "[0] "));
     free(out);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-    assert_int_equal(system(cmd), 0);
+    harness_remove_tree(g_dir);
 }
 
 int main(void) {

@@ -272,12 +272,6 @@ static clf_context *fresh_context(const char *cache_dir, int profiling, const ch
     return ctx;
 }
 
-static void remove_tree(const char *dir) {
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-}
-
 static void test_disk_cache(void **state) {
     (void)state;
     char dir[] = "/tmp/clf-cache-test-XXXXXX";
@@ -338,7 +332,7 @@ static void test_disk_cache(void **state) {
     CLF_OK(clf_context_cache_stats(c, &s));
     assert_int_equal(s.programs_built_from_source + s.programs_loaded_from_disk, CLF_PROG_COUNT);
     clf_context_free(c);
-    remove_tree(dir);
+    harness_remove_tree(dir);
 }
 
 static void test_profiling(void **state) {

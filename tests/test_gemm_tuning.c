@@ -45,14 +45,6 @@ static void test_parse(void **state) {
 
 static char g_dir[64];
 
-static clf_context *context_in(const char *dir) {
-    clf_context_params p = clf_context_default_params();
-    p.cache_dir = dir;
-    clf_context *ctx = NULL;
-    CLF_OK(clf_context_create(&ctx, &p));
-    return ctx;
-}
-
 /* The tuning file the tuner wrote in g_dir (the only one there). */
 static char *tuning_file(void) {
     char cmd[256];
@@ -72,7 +64,7 @@ static void test_tune_save_and_reload(void **state) {
     (void)state;
     snprintf(g_dir, sizeof(g_dir), "/tmp/clf-tune-test-XXXXXX");
     assert_non_null(mkdtemp(g_dir));
-    clf_context *ctx = context_in(g_dir);
+    clf_context *ctx = harness_context_in(g_dir);
     clf_device_info info;
     CLF_OK(clf_context_device_info(ctx, &info));
     if (info.type == CLF_DEVICE_CPU)
@@ -89,7 +81,7 @@ static void test_tune_save_and_reload(void **state) {
     clf_context_free(ctx);
 
     /* A new context reads the file. */
-    ctx = context_in(g_dir);
+    ctx = harness_context_in(g_dir);
     assert_non_null(strstr(clf_gemm_tuning_source(ctx), r.file));
     /* GEMM still computes correctly with what the tuner chose. */
     int64_t s[2] = {33, 33};
@@ -116,7 +108,7 @@ static void test_malformed_file_ignored(void **state) {
     assert_non_null(f);
     fputs("{\"format\": \"clformer-gemm-tuning-1\", \"Xgemm\": {\"GEMMK\": ", f); /* truncated */
     fclose(f);
-    clf_context *ctx = context_in(g_dir);
+    clf_context *ctx = harness_context_in(g_dir);
     assert_non_null(strstr(clf_context_last_error(ctx), "warning: ignoring GEMM tuning file"));
     assert_null(strstr(clf_gemm_tuning_source(ctx), "file:"));
     clf_context_free(ctx);
@@ -127,12 +119,10 @@ static void test_malformed_file_ignored(void **state) {
           "64}, \"XgemmDirect\": {\"KWID\": 2}}",
           f);
     fclose(f);
-    ctx = context_in(g_dir);
+    ctx = harness_context_in(g_dir);
     assert_non_null(strstr(clf_context_last_error(ctx), "warning"));
     clf_context_free(ctx);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-    assert_int_equal(system(cmd), 0);
+    harness_remove_tree(g_dir);
 }
 
 static void test_bad_arguments(void **state) {

@@ -360,6 +360,44 @@ typedef struct clf_tune_result {
 CLF_API clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params,
                                  clf_tune_result *result);
 
+/* Attention tiles chosen for one head size by clf_attention_tune. */
+typedef struct clf_attention_tune_entry {
+    int64_t head_dim;
+    int64_t qb, bq; /* attention.QB (queries per work-item) and attention.BQ (per group) */
+    double before_ms, after_ms; /* B 1, H 8, N 1024, no mask: tiles in force before / chosen */
+} clf_attention_tune_entry;
+
+typedef struct clf_attention_tune_result {
+    int count; /* head sizes tuned (dims[0 .. count - 1]) */
+    clf_attention_tune_entry dims[16];
+    int candidates_tried;
+    double seconds;
+    char file[512]; /* where it was saved ("" if not) */
+} clf_attention_tune_result;
+
+/* Tunes the tiled attention kernel's tiles (attention.QB, attention.BQ) for each head size in
+ * head_dims[0 .. n_head_dims - 1] (NULL: 32, 64, 128; at most 16, each in 1..256): times
+ * candidates on B 1, H 8, N 1024 by coordinate descent from the pair in force (QB in 1..16, then
+ * BQ: 1..16 on CPUs, 32..512 on GPUs), each checked against the output of the pair in force,
+ * sharing the budget between head sizes (at least one candidate each; a compile can overrun the
+ * budget). The best pairs
+ * are in force at once for calls with those head sizes and, with params->save, kept in
+ * <cache>/attention-tuning/<device hash>.json, which contexts created later load. Explicitly set
+ * attention.QB or attention.BQ tunables take precedence over tuned pairs. params->seed is unused
+ * (the search is deterministic). */
+CLF_API clf_status clf_attention_tune(clf_context *ctx, const clf_tune_params *params,
+                                      const int64_t *head_dims, int n_head_dims,
+                                      clf_attention_tune_result *result);
+
+/* The tiles (attention.QB, attention.BQ) the tiled path uses for head size head_dim; *tuned
+ * (may be NULL) says whether they come from tuning (clf_attention_tune or a tuning file). */
+CLF_API clf_status clf_attention_tiles(const clf_context *ctx, int64_t head_dim, int64_t *qb,
+                                       int64_t *bq, int *tuned);
+
+/* Where the attention tiles in force came from: "file:<path>", "tuned" (this context, not
+ * saved) or "defaults" (the tunables' per-device-type defaults). */
+CLF_API const char *clf_attention_tuning_source(const clf_context *ctx);
+
 /* ---------------------------------------------------------------- attention
  * Scaled dot-product attention for all heads in one call, the seeds' rearrange
  * 'b n (h d) -> b h n d' folded into indexing:

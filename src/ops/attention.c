@@ -139,8 +139,9 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
                        sizeof(cl_int), &causal, sizeof(cl_long), &coff, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    const size_t bq = (size_t)clf__tun(ctx, "attention.BQ");
-    const size_t per_item = (size_t)clf__tun(ctx, "attention.QB");
+    int64_t qb64, bq64;
+    clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
+    const size_t bq = (size_t)bq64, per_item = (size_t)qb64;
     size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, bq),
                         (size_t)(s->batch * s->heads)};
     size_t local[2] = {bq, 1};
@@ -154,9 +155,13 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     int64_t vw = clf__tun(ctx, "attention.MAXVW");
     while (s->dh % vw)
         vw /= 2;
-    char extra[64];
-    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld", (long long)s->dh, (long long)vw);
-    const size_t bq = (size_t)clf__tun(ctx, "attention.BQ");
+    /* Tiles per head size (tuned, else the tunables): build options of their own. */
+    int64_t qb64, bq64;
+    clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
+    char extra[96];
+    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld -DQB=%lld -DBQ=%lld", (long long)s->dh,
+             (long long)vw, (long long)qb64, (long long)bq64);
+    const size_t bq = (size_t)bq64;
     const int64_t split_keys = clf__tun(ctx, "attention.SPLIT_KEYS");
     int64_t splits = 1;
     if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)

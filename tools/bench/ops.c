@@ -354,6 +354,11 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
         res.gflops = flops / (res.ms * 1e6);
         res.gbps = io / (res.ms * 1e6);
     }
+    int64_t qb, bq;
+    int tuned = 0;
+    if (!naive && nq > 1 && clf_attention_tiles(ctx, dh, &qb, &bq, &tuned) == CLF_SUCCESS)
+        snprintf(res.note, sizeof(res.note), "tiles QB %lld BQ %lld (%s)", (long long)qb,
+                 (long long)bq, tuned ? "tuned" : "defaults");
     return bench_add_result(r, &res);
 }
 

@@ -1,0 +1,340 @@
+/*
+ * attention_tuning.c — tiles of the tiled attention kernel per (device, head size).
+ *
+ * attention_tiled_t's best register blocking depends on the device and on Dh: QB queries per
+ * work-item and BQ work-items per group. clf_attention_tune times candidate pairs for each
+ * head size asked for (coordinate descent from the pair in force: QB first, then BQ), keeps the
+ * fastest, and saves them per device; contexts created later load the file and use a head size's
+ * pair for calls with that head size, unless attention.QB or attention.BQ were set explicitly.
+ *
+ * Tuning file: <cache>/attention-tuning/<hash of device name, vendor, driver, platform>.json
+ *   {"format": "clformer-attention-tuning-1", "device": ..., "driver": ...,
+ *    "tiles": [{"head_dim": 64, "QB": 16, "BQ": 4, "ms": ..., "default_ms": ...}, ...]}
+ */
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ATT_FORMAT "clformer-attention-tuning-1"
+
+static bool read_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsNumber(v)) return false;
+    const double d = v->valuedouble;
+    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d)) return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+bool clf__attention_tuning_parse(const char *text, int64_t max_wg, clf_att_tile *tiles, int *n,
+                                 const char **why) {
+    *n = 0;
+    *why = "not JSON";
+    cJSON *root = cJSON_Parse(text);
+    if (!root) return false;
+    bool ok = false;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "tiles");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, ATT_FORMAT) != 0) {
+        *why = "missing or unknown \"format\"";
+    } else if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1 ||
+               cJSON_GetArraySize(list) > CLF_ATT_TILES_MAX) {
+        *why = "\"tiles\" must be an array of 1 to 16 entries";
+    } else {
+        ok = true;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, list) {
+            clf_att_tile t;
+            if (!cJSON_IsObject(e) || !read_int(e, "head_dim", 1, 256, &t.head_dim) ||
+                !read_int(e, "QB", 1, 16, &t.qb) || !read_int(e, "BQ", 1, max_wg, &t.bq)) {
+                *why = "bad entry in \"tiles\" (head_dim 1..256, QB 1..16, BQ 1..max work-group)";
+                ok = false;
+                break;
+            }
+            for (int i = 0; i < *n; i++)
+                if (tiles[i].head_dim == t.head_dim) {
+                    *why = "a head_dim appears twice in \"tiles\"";
+                    ok = false;
+                }
+            if (!ok) break;
+            tiles[(*n)++] = t;
+        }
+    }
+    if (!ok) *n = 0;
+    cJSON_Delete(root);
+    return ok;
+}
+
+void clf__attention_tuning_init(clf_context *ctx) {
+    ctx->n_att_tiles = 0;
+    snprintf(ctx->att_source, sizeof(ctx->att_source), "defaults");
+    char *path = clf__tuning_path(ctx, "attention-tuning");
+    char *text = path ? clf__read_text(path, 1 << 16) : NULL;
+    const char *why = NULL;
+    if (text) {
+        if (clf__attention_tuning_parse(text, (int64_t)ctx->info.max_work_group_size,
+                                        ctx->att_tiles, &ctx->n_att_tiles, &why))
+            snprintf(ctx->att_source, sizeof(ctx->att_source), "file:%s", path);
+        else /* present but unusable: say so, carry on with the defaults */
+            clf__fail(ctx, CLF_SUCCESS, "warning: ignoring attention tuning file %s: %s", path,
+                      why);
+    }
+    free(text);
+    free(path);
+}
+
+const char *clf_attention_tuning_source(const clf_context *ctx) {
+    return ctx ? ctx->att_source : "";
+}
+
+bool clf__attention_tiles(const clf_context *ctx, int64_t dh, int64_t *qb, int64_t *bq) {
+    const int iq = clf__tunable_find("attention.QB"), ib = clf__tunable_find("attention.BQ");
+    *qb = ctx->tunables[iq];
+    *bq = ctx->tunables[ib];
+    if (ctx->tunable_set[iq] || ctx->tunable_set[ib]) return false; /* explicit values win */
+    for (int i = 0; i < ctx->n_att_tiles; i++)
+        if (ctx->att_tiles[i].head_dim == dh) {
+            *qb = ctx->att_tiles[i].qb;
+            *bq = ctx->att_tiles[i].bq;
+            return true;
+        }
+    return false;
+}
+
+clf_status clf_attention_tiles(const clf_context *ctx, int64_t head_dim, int64_t *qb, int64_t *bq,
+                               int *tuned) {
+    if (!ctx || !qb || !bq || head_dim < 1 || head_dim > 256) return CLF_ERROR_INVALID_ARGUMENT;
+    const bool t = clf__attention_tiles(ctx, head_dim, qb, bq);
+    if (tuned) *tuned = t;
+    return CLF_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- the search */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void say(const clf_tune_params *par, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void say(const clf_tune_params *par, const char *fmt, ...) {
+    if (!par->progress) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    par->progress(par->user, msg);
+}
+
+typedef struct att_bench {
+    clf_context *ctx;
+    clf_tensor *qkv, *out;
+    float *ref; /* output with the pair in force at the start */
+    int64_t n, heads, dh;
+    size_t count;
+} att_bench;
+
+/* Milliseconds of one call (best of 3 after a first, untimed run that also compiles) with the
+ * pair (qb, bq) for this head size, or -1 when it fails or its output differs from the reference
+ * (checks a miscompiled variant). */
+static double att_time(att_bench *b, int64_t qb, int64_t bq) {
+    clf_context *ctx = b->ctx;
+    clf_att_tile saved[CLF_ATT_TILES_MAX];
+    const int n_saved = ctx->n_att_tiles;
+    memcpy(saved, ctx->att_tiles, sizeof(saved));
+    ctx->att_tiles[0] = (clf_att_tile){b->dh, qb, bq};
+    ctx->n_att_tiles = 1;
+    clf_attention_desc d = clf_attention_default_desc(b->heads, b->dh);
+    d.k_col = b->heads * b->dh;
+    d.v_col = 2 * b->heads * b->dh;
+    double best = -1;
+    clf_status st = clf_attention(ctx, b->qkv, b->qkv, b->qkv, b->out, &d);
+    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+    float *got = st == CLF_SUCCESS ? malloc(b->count * sizeof(float)) : NULL;
+    if (got && clf_tensor_read(b->out, got, b->count * sizeof(float)) == CLF_SUCCESS) {
+        bool same = true;
+        for (size_t i = 0; b->ref && i < b->count && same; i++)
+            same = fabsf(got[i] - b->ref[i]) <= 1e-4f * (1.0f + fabsf(b->ref[i]));
+        if (!b->ref) {
+            b->ref = got;
+            got = NULL;
+        }
+        for (int r = 0; same && r < 3; r++) {
+            const double t0 = now_s();
+            st = clf_attention(ctx, b->qkv, b->qkv, b->qkv, b->out, &d);
+            if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+            if (st != CLF_SUCCESS) {
+                best = -1;
+                break;
+            }
+            const double ms = (now_s() - t0) * 1e3;
+            if (best < 0 || ms < best) best = ms;
+        }
+    }
+    free(got);
+    memcpy(ctx->att_tiles, saved, sizeof(saved));
+    ctx->n_att_tiles = n_saved;
+    clf__drop_kernels(ctx, CLF_PROG_ATTENTION); /* keep one variant per call alive, not all */
+    return best;
+}
+
+static clf_status save_tiles(clf_context *ctx, const clf_attention_tune_result *r, char *path_out,
+                             size_t path_size) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", ATT_FORMAT);
+    cJSON *list = cJSON_AddArrayToObject(root, "tiles");
+    for (int i = 0; i < r->count; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "head_dim", (double)r->dims[i].head_dim);
+        cJSON_AddNumberToObject(e, "QB", (double)r->dims[i].qb);
+        cJSON_AddNumberToObject(e, "BQ", (double)r->dims[i].bq);
+        cJSON_AddNumberToObject(e, "ms", r->dims[i].after_ms);
+        cJSON_AddNumberToObject(e, "default_ms", r->dims[i].before_ms);
+        cJSON_AddItemToArray(list, e);
+    }
+    return clf__tuning_save(ctx, "attention-tuning", root, path_out, path_size);
+}
+
+/* One head size: coordinate descent over QB, then BQ, from the pair in force. */
+static clf_status tune_dim(clf_context *ctx, const clf_tune_params *par, int64_t dh, double t_end,
+                           clf_attention_tune_entry *e, int *tried) {
+    att_bench b = {.ctx = ctx, .n = 1024, .heads = 8, .dh = dh};
+    const int64_t hd = b.heads * dh;
+    const int64_t qs[3] = {1, b.n, 3 * hd}, os[3] = {1, b.n, hd};
+    b.count = (size_t)(b.n * hd);
+    clf_status st = clf_tensor_create(ctx, CLF_F32, 3, qs, &b.qkv);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 3, os, &b.out);
+    float *host = st == CLF_SUCCESS ? malloc((size_t)(b.n * 3 * hd) * sizeof(float)) : NULL;
+    if (st == CLF_SUCCESS && !host) st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (st == CLF_SUCCESS) {
+        uint64_t x = 0x9E3779B97F4A7C15ULL ^ (uint64_t)dh;
+        for (int64_t i = 0; i < b.n * 3 * hd; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            host[i] = (float)((double)(x >> 11) / 4503599627370496.0 - 1.0);
+        }
+        st = clf_tensor_write(b.qkv, host, (size_t)(b.n * 3 * hd) * sizeof(float));
+    }
+    free(host);
+    if (st != CLF_SUCCESS) goto done;
+    int64_t qb, bq;
+    clf__attention_tiles(ctx, dh, &qb, &bq);
+    const double base = att_time(&b, qb, bq);
+    (*tried)++;
+    if (base < 0) {
+        st = clf__fail(ctx, CLF_ERROR_INTERNAL,
+                       "attention tuning: Dh %lld fails with the tiles in force (QB %lld, BQ %lld)",
+                       (long long)dh, (long long)qb, (long long)bq);
+        goto done;
+    }
+    say(par, "Dh %lld: QB %lld BQ %lld (in force) %.2f ms", (long long)dh, (long long)qb,
+        (long long)bq, base);
+    *e = (clf_attention_tune_entry){dh, qb, bq, base, base};
+    const bool gpu = ctx->info.type == CLF_DEVICE_GPU;
+    const int64_t qbs[5] = {1, 2, 4, 8, 16};
+    const int64_t bqs_cpu[5] = {1, 2, 4, 8, 16}, bqs_gpu[5] = {32, 64, 128, 256, 512};
+    const int64_t *bqs = gpu ? bqs_gpu : bqs_cpu;
+    int candidates = 0; /* at least one besides the pair in force, even past the budget */
+    for (int phase = 0; phase < 2; phase++)
+        for (int i = 0; i < 5 && (candidates == 0 || now_s() < t_end); i++) {
+            const int64_t cq = phase == 0 ? qbs[i] : e->qb, cb = phase == 0 ? e->bq : bqs[i];
+            if ((cq == e->qb && cb == e->bq) || cb > (int64_t)ctx->info.max_work_group_size)
+                continue;
+            const double ms = att_time(&b, cq, cb);
+            (*tried)++;
+            candidates++;
+            say(par, "Dh %lld: QB %lld BQ %lld %.2f ms (best %.2f)", (long long)dh, (long long)cq,
+                (long long)cb, ms, e->after_ms);
+            if (ms > 0 && ms < e->after_ms) {
+                e->qb = cq;
+                e->bq = cb;
+                e->after_ms = ms;
+            }
+        }
+done:
+    free(b.ref);
+    clf_tensor_free(b.qkv);
+    clf_tensor_free(b.out);
+    return st;
+}
+
+clf_status clf_attention_tune(clf_context *ctx, const clf_tune_params *params,
+                              const int64_t *head_dims, int n_head_dims,
+                              clf_attention_tune_result *result) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    static const int64_t k_default_dims[3] = {32, 64, 128};
+    if (!head_dims) {
+        head_dims = k_default_dims;
+        n_head_dims = 3;
+    }
+    if (!params || !result || !(params->budget_s > 0) || n_head_dims < 1 ||
+        n_head_dims > CLF_ATT_TILES_MAX)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "clf_attention_tune: params (budget_s > 0), result and 1 to %d head "
+                         "sizes are required",
+                         CLF_ATT_TILES_MAX);
+    for (int i = 0; i < n_head_dims; i++) {
+        bool dup = false;
+        for (int j = 0; j < i; j++)
+            dup = dup || head_dims[j] == head_dims[i];
+        if (head_dims[i] < 1 || head_dims[i] > 256 || dup)
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "clf_attention_tune: head size %lld must be in 1..256, once",
+                             (long long)head_dims[i]);
+    }
+    memset(result, 0, sizeof(*result));
+    const double t0 = now_s();
+    clf_status st = CLF_SUCCESS;
+    for (int i = 0; i < n_head_dims && st == CLF_SUCCESS; i++) {
+        /* An equal share of what is left for each remaining head size. */
+        const double left = t0 + params->budget_s - now_s();
+        const double t_end = now_s() + (left > 0 ? left / (double)(n_head_dims - i) : 0);
+        st =
+            tune_dim(ctx, params, head_dims[i], t_end, &result->dims[i], &result->candidates_tried);
+        if (st == CLF_SUCCESS) result->count = i + 1;
+    }
+    if (st != CLF_SUCCESS) return st;
+    result->seconds = now_s() - t0;
+    /* In force from now on in this context, merged with what was there. */
+    for (int i = 0; i < result->count; i++) {
+        const clf_attention_tune_entry *e = &result->dims[i];
+        int slot = ctx->n_att_tiles;
+        for (int j = 0; j < ctx->n_att_tiles; j++)
+            if (ctx->att_tiles[j].head_dim == e->head_dim) slot = j;
+        if (slot == CLF_ATT_TILES_MAX) continue;
+        ctx->att_tiles[slot] = (clf_att_tile){e->head_dim, e->qb, e->bq};
+        if (slot == ctx->n_att_tiles) ctx->n_att_tiles++;
+    }
+    snprintf(ctx->att_source, sizeof(ctx->att_source), "tuned");
+    if (params->save) {
+        clf_attention_tune_result all = *result;
+        all.count = ctx->n_att_tiles; /* the file keeps every head size known here */
+        for (int i = 0; i < ctx->n_att_tiles; i++) {
+            const clf_att_tile *t = &ctx->att_tiles[i];
+            double ms = 0, before = 0;
+            for (int j = 0; j < result->count; j++)
+                if (result->dims[j].head_dim == t->head_dim) {
+                    ms = result->dims[j].after_ms;
+                    before = result->dims[j].before_ms;
+                }
+            all.dims[i] = (clf_attention_tune_entry){t->head_dim, t->qb, t->bq, before, ms};
+        }
+        st = save_tiles(ctx, &all, result->file, sizeof(result->file));
+        if (st == CLF_SUCCESS)
+            snprintf(ctx->att_source, sizeof(ctx->att_source), "file:%s", result->file);
+    }
+    return st;
+}
