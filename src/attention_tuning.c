@@ -146,9 +146,9 @@ typedef struct att_bench {
     size_t count;
 } att_bench;
 
-/* Milliseconds of one call (best of 3 after a first, untimed run that also compiles) with the
- * pair (qb, bq) for this head size, or -1 when it fails or its output differs from the reference
- * (checks a miscompiled variant). */
+/* Milliseconds of one call (best of 4 after two untimed runs, the first of which also compiles)
+ * with the pair (qb, bq) for this head size, or -1 when it fails or its output differs from the
+ * reference (checks a miscompiled variant). */
 static double att_time(att_bench *b, int64_t qb, int64_t bq) {
     clf_context *ctx = b->ctx;
     clf_att_tile saved[CLF_ATT_TILES_MAX];
@@ -171,7 +171,7 @@ static double att_time(att_bench *b, int64_t qb, int64_t bq) {
             b->ref = got;
             got = NULL;
         }
-        for (int r = 0; same && r < 3; r++) {
+        for (int r = -1; same && r < 4; r++) {
             const double t0 = now_s();
             st = clf_attention(ctx, b->qkv, b->qkv, b->qkv, b->out, &d);
             if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
@@ -180,7 +180,7 @@ static double att_time(att_bench *b, int64_t qb, int64_t bq) {
                 break;
             }
             const double ms = (now_s() - t0) * 1e3;
-            if (best < 0 || ms < best) best = ms;
+            if (r >= 0 && (best < 0 || ms < best)) best = ms;
         }
     }
     free(got);
@@ -210,7 +210,7 @@ static clf_status save_tiles(clf_context *ctx, const clf_attention_tune_result *
 /* One head size: coordinate descent over QB, then BQ, from the pair in force. */
 static clf_status tune_dim(clf_context *ctx, const clf_tune_params *par, int64_t dh, double t_end,
                            clf_attention_tune_entry *e, int *tried) {
-    att_bench b = {.ctx = ctx, .n = 1024, .heads = 8, .dh = dh};
+    att_bench b = {.ctx = ctx, .n = 2048, .heads = 8, .dh = dh};
     const int64_t hd = b.heads * dh;
     const int64_t qs[3] = {1, b.n, 3 * hd}, os[3] = {1, b.n, hd};
     b.count = (size_t)(b.n * hd);
@@ -264,6 +264,28 @@ static clf_status tune_dim(clf_context *ctx, const clf_tune_params *par, int64_t
                 e->after_ms = ms;
             }
         }
+    /* Machines are noisy: the pair in force and the winner again, interleaved, best of three
+     * rounds each; the winner must still win, by 3%. */
+    if (e->qb != qb || e->bq != bq) {
+        double before = base, after = e->after_ms;
+        for (int r = 0; r < 3; r++) {
+            const double tb = att_time(&b, qb, bq), ta = att_time(&b, e->qb, e->bq);
+            *tried += 2;
+            if (tb > 0 && tb < before) before = tb;
+            if (ta > 0 && ta < after) after = ta;
+        }
+        say(par, "Dh %lld: again: QB %lld BQ %lld %.2f ms, QB %lld BQ %lld %.2f ms", (long long)dh,
+            (long long)qb, (long long)bq, before, (long long)e->qb, (long long)e->bq, after);
+        e->before_ms = before;
+        e->after_ms = after;
+        if (after >= 0.97 * before) {
+            e->qb = qb;
+            e->bq = bq;
+            e->after_ms = before;
+        }
+    } else {
+        e->before_ms = e->after_ms; /* the pair in force, measured more than once */
+    }
 done:
     free(b.ref);
     clf_tensor_free(b.qkv);

@@ -364,7 +364,7 @@ CLF_API clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params
 typedef struct clf_attention_tune_entry {
     int64_t head_dim;
     int64_t qb, bq; /* attention.QB (queries per work-item) and attention.BQ (per group) */
-    double before_ms, after_ms; /* B 1, H 8, N 1024, no mask: tiles in force before / chosen */
+    double before_ms, after_ms; /* B 1, H 8, N 2048, no mask: tiles in force before / chosen */
 } clf_attention_tune_entry;
 
 typedef struct clf_attention_tune_result {
@@ -377,10 +377,11 @@ typedef struct clf_attention_tune_result {
 
 /* Tunes the tiled attention kernel's tiles (attention.QB, attention.BQ) for each head size in
  * head_dims[0 .. n_head_dims - 1] (NULL: 32, 64, 128; at most 16, each in 1..256): times
- * candidates on B 1, H 8, N 1024 by coordinate descent from the pair in force (QB in 1..16, then
+ * candidates on B 1, H 8, N 2048 by coordinate descent from the pair in force (QB in 1..16, then
  * BQ: 1..16 on CPUs, 32..512 on GPUs), each checked against the output of the pair in force,
  * sharing the budget between head sizes (at least one candidate each; a compile can overrun the
- * budget). The best pairs
+ * budget). A winner other than the pair in force is timed again against it, interleaved, and
+ * must still be 3% faster. The best pairs
  * are in force at once for calls with those head sizes and, with params->save, kept in
  * <cache>/attention-tuning/<device hash>.json, which contexts created later load. Explicitly set
  * attention.QB or attention.BQ tunables take precedence over tuned pairs. params->seed is unused

@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
         clf_attention_tune_result r;
         if ((st = clf_attention_tune(ctx, &tp, dims, n_dims, &r)) != CLF_SUCCESS) goto fail;
         for (int i = 0; i < r.count; i++)
-            printf("attention Dh %lld: QB %lld BQ %lld, %.2f -> %.2f ms (B 1, H 8, N 1024)\n",
+            printf("attention Dh %lld: QB %lld BQ %lld, %.2f -> %.2f ms (B 1, H 8, N 2048)\n",
                    (long long)r.dims[i].head_dim, (long long)r.dims[i].qb, (long long)r.dims[i].bq,
                    r.dims[i].before_ms, r.dims[i].after_ms);
         printf("attention candidates: %d in %.0f s\n", r.candidates_tried, r.seconds);
