@@ -32,7 +32,8 @@
  * a pass over K.
  *
  * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (work-items
- * per work-group), QB (queries per work-item, attention_tiled_t).
+ * per work-group), QB (queries per work-item, attention_tiled_t), KC (keys per chunk between
+ * barriers, attention_tiled_t; a power of two >= 16, so a multiple of VW).
  */
 #ifndef VW
 #define VW 16 /* floats per vector load; the host picks one that divides DH */
@@ -45,6 +46,9 @@
 #endif
 #ifndef QB
 #define QB 4 /* queries per work-item in attention_tiled_t (register blocking) */
+#endif
+#ifndef KC
+#define KC 256 /* keys per chunk between barriers in attention_tiled_t */
 #endif
 #ifndef RESCALE
 #define RESCALE 8.0f /* lazy rescaling threshold (log2 units), see below */
@@ -177,10 +181,12 @@ attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
         VSTORE(acc[d] * inv, d, orow);
 }
 
-/* K of each (batch, head) transposed to (DH, nkp) rows of keys, zero past nk: the layout in
- * which attention_tiled_t scores VW keys per vector with no horizontal sums. */
+/* K of each (batch, head) transposed tile by tile, zero past nk: (B * H, nkp / VW, DH, VW), the
+ * VW keys of a tile as DH vectors of VW, one key per lane. attention_tiled_t then scores VW keys
+ * per vector with no horizontal sums, and reads each tile as one contiguous block (DH VW floats)
+ * rather than DH rows far apart (a TLB miss per row at long N). */
 __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rstride) */
-                                    __global float *kt,      /* (B * H, DH, nkp) */
+                                    __global float *kt,      /* (B * H, nkp / VW, DH, VW) */
                                     const int nk, const int nkp, const int heads,
                                     const long k_bstride, const int k_rstride, const int k_col) {
     const int j = get_global_id(0);
@@ -188,7 +194,7 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
     const int row = get_global_id(1); /* bh * DH + d */
     const int bh = row / DH, d = row - bh * DH;
     const int b = bh / heads, h = bh - b * heads;
-    kt[(long)row * nkp + j] =
+    kt[((long)bh * nkp + (j / VW) * VW) * DH + d * VW + j % VW] =
         j < nk ? k[b * k_bstride + (long)j * k_rstride + k_col + h * DH + d] : 0.0f;
 }
 
@@ -198,7 +204,7 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
  * accumulated into QB outputs. On PoCL this avoids a horizontal sum and a scalar exp per key. */
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
-                  const __global float *kt, /* (B * H, DH, nkp) from attention_transpose_k */
+                  const __global float *kt, /* (B * H, nkp / VW, DH, VW): attention_transpose_k */
                   const __global float *v,  /* (B, >= nk, v_rstride) */
                   __global float *out,      /* (B, nq, o_rstride) */
                   const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
@@ -206,7 +212,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                   const int v_col, const int o_rstride, const float scale, const __global int *lens,
                   const int lens_mode, const int causal, const long causal_offset) {
     const int i0 = get_global_id(0) * QB;
-    if (i0 >= nq) return;
+    const bool active = i0 < nq; /* no early return: every work-item meets the barriers */
     const int bh = get_global_id(1);
     const int b = bh / heads, h = bh - b * heads;
     const __global float *ktb = kt + (long)bh * DH * nkp;
@@ -219,7 +225,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     floatV lv[QB];
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
-        lim[u] = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
+        lim[u] = active ? attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
         lim_max = max(lim_max, lim[u]);
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)
@@ -230,40 +236,47 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         lv[u] = (floatV)(0.0f);
     }
     float pa[QB][VW];
-    for (int j0 = 0; j0 < lim_max; j0 += VW) {
-        floatV s[QB];
-        for (int u = 0; u < QB; u++)
-            s[u] = (floatV)(0.0f);
-        for (int d = 0; d < DH; d++) {
-            const floatV kv = VLOAD(0, ktb + (long)d * nkp + j0);
+    /* Keys in chunks of KC, with a barrier after each: the group's work-items go through the
+     * same chunk together, so its K and V rows are read from memory once per group, not once
+     * per work-item (PoCL runs a group's work-items one after another between barriers). */
+    for (int c0 = 0; c0 < nk; c0 += KC) {
+        const int c1 = min(c0 + KC, lim_max);
+        for (int j0 = c0; j0 < c1; j0 += VW) {
+            floatV s[QB];
             for (int u = 0; u < QB; u++)
-                s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
-        }
-        for (int u = 0; u < QB; u++) {
-            const intV visible = (IOTA + j0) < lim[u];
-            const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
-            const float bm = HMAX(su);
-            if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */
-                const float corr = exp2(m[u] - bm);
-                lv[u] *= corr;
-                for (int d = 0; d < NV; d++)
-                    acc[u][d] *= corr;
-                m[u] = bm;
-            }
-            /* Masked lanes weigh 0, also when no lane is visible (then m is the sentinel). */
-            const floatV p = select((floatV)(0.0f), exp2(su - m[u]), visible);
-            lv[u] += p;
-            PRIV_VSTORE(p, pa[u]);
-        }
-        const int jn = min(VW, lim_max - j0);
-        for (int jj = 0; jj < jn; jj++) {
-            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
-            for (int d = 0; d < NV; d++) {
-                const floatV vv = VLOAD(d, vr);
+                s[u] = (floatV)(0.0f);
+            for (int d = 0; d < DH; d++) {
+                const floatV kv = VLOAD(0, ktb + (long)j0 * DH + d * VW);
                 for (int u = 0; u < QB; u++)
-                    acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
+                    s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
+            }
+            for (int u = 0; u < QB; u++) {
+                const intV visible = (IOTA + j0) < lim[u];
+                const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
+                const float bm = HMAX(su);
+                if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */
+                    const float corr = exp2(m[u] - bm);
+                    lv[u] *= corr;
+                    for (int d = 0; d < NV; d++)
+                        acc[u][d] *= corr;
+                    m[u] = bm;
+                }
+                /* Masked lanes weigh 0, also when no lane is visible (then m is the sentinel). */
+                const floatV p = select((floatV)(0.0f), exp2(su - m[u]), visible);
+                lv[u] += p;
+                PRIV_VSTORE(p, pa[u]);
+            }
+            const int jn = min(VW, lim_max - j0);
+            for (int jj = 0; jj < jn; jj++) {
+                const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+                for (int d = 0; d < NV; d++) {
+                    const floatV vv = VLOAD(d, vr);
+                    for (int u = 0; u < QB; u++)
+                        acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
+                }
             }
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int u = 0; u < QB && i0 + u < nq; u++) {
         __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;

@@ -77,6 +77,11 @@ const clf_tunable_def clf__tunable_defs[] = {
     /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */
     {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0, 1},
     {"attention.QB", CLF_PROG_ATTENTION, 16, 1, 1, 0, 16, 1, 1},
+    /* KC keys per chunk between the barriers of attention_tiled_t (a power of two >= 16, so a
+     * multiple of VW): a group's work-items share each chunk's K and V rows while cached.
+     * PoCL, B 1 H 8 Dh 64 N 2048, interleaved A/B: 173-177 ms with chunks of 256 vs 248 ms
+     * without (work-items one after another over all keys). */
+    {"attention.KC", CLF_PROG_ATTENTION, 256, 256, 256, 1, 4096, 16, 0},
 };
 const size_t clf__tunable_count = sizeof(clf__tunable_defs) / sizeof(clf__tunable_defs[0]);
 

@@ -197,15 +197,17 @@ static void run_all(int naive) {
         run_case(&k_cases[i], naive);
 }
 
-/* Styles: CPU-like (transposed keys, 6 queries per work-item: a partial register block of
- * queries in the V product), GPU-like, and the row-wise kernel with vectors of 1 (the split
- * path's kernel, here without splits). */
+/* Styles: CPU-like (transposed keys, 6 queries per work-item, chunks of 32 keys between
+ * barriers), GPU-like (chunks of 16), and the row-wise kernel with vectors of 1 (the split path's
+ * kernel, here without splits). */
 static void use_attention_style(int s) {
-    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0};
+    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0},
+                  kc[3] = {32, 16, 256};
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.QB", qb[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.KC", kc[s]));
 }
 
 static void test_tiled(void **state) {
