@@ -31,7 +31,8 @@
  * the split path); attention_tiled remains for split-key decoding, where transposing would add
  * a pass over K.
  *
- * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), BQ (work-items
+ * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), HG (heads per
+ * work-item of attention_tiled, dividing H, per call: whole rows of K and V), BQ (work-items
  * per work-group), QB (queries per work-item, attention_tiled_t), KC (keys per chunk between
  * barriers, attention_tiled_t; a power of two >= 16, so a multiple of VW).
  */
@@ -46,6 +47,9 @@
 #endif
 #ifndef QB
 #define QB 4 /* queries per work-item in attention_tiled_t (register blocking) */
+#endif
+#ifndef HG
+#define HG 1 /* consecutive heads per work-item in attention_tiled (set per call) */
 #endif
 #ifndef KC
 #define KC 256 /* keys per chunk between barriers in attention_tiled_t */
@@ -89,69 +93,78 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 const int split_keys) {
     const int i = get_global_id(0);
     if (i >= nq) return; /* no barriers below */
-    const int bh = get_global_id(1);
+    const int groups = heads / HG;
+    const int bg = get_global_id(1); /* batch, then group of HG consecutive heads */
     const int sp = get_global_id(2);
-    const int b = bh / heads, h = bh - b * heads;
+    const int b = bg / groups, h0 = (bg - b * groups) * HG;
     const int lim = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
     const int j_begin = sp * split_keys;
     const int j_end = splits > 1 ? min(lim, j_begin + split_keys) : lim;
 
-    const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
-    const __global float *kb = k + b * k_bstride + k_col + h * DH;
-    const __global float *vb = v + b * v_bstride + v_col + h * DH;
-    floatV qv[NV], acc[NV];
-    for (int d = 0; d < NV; d++) {
-        qv[d] = VLOAD(d, qr) * (scale * M_LOG2E_F); /* log2-unit scores (q * scale) . k */
-        acc[d] = (floatV)(0.0f);
+    const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h0 * DH;
+    const __global float *kb = k + b * k_bstride + k_col + h0 * DH;
+    const __global float *vb = v + b * v_bstride + v_col + h0 * DH;
+    floatV qv[HG][NV], acc[HG][NV], lv[HG];
+    float m[HG];
+    for (int g = 0; g < HG; g++) {
+        for (int d = 0; d < NV; d++) {
+            qv[g][d] = VLOAD(g * NV + d, qr) * (scale * M_LOG2E_F); /* log2-unit scores */
+            acc[g][d] = (floatV)(0.0f);
+        }
+        m[g] = CLF_NEG_BIG;
+        lv[g] = (floatV)(0.0f);
     }
-    float m = CLF_NEG_BIG;
-    floatV lv = (floatV)(0.0f);
     float sa[VW], pa[VW];
-    /* Tiles of VW keys: one horizontal sum per key, then the tile's softmax in one vector. */
+    /* Tiles of VW keys: one horizontal sum per key, then the tile's softmax in one vector; the
+     * HG heads of a tile one after another, so whole rows of K and V are read. */
     for (int j0 = j_begin; j0 < j_end; j0 += VW) {
         const int jn = min(VW, j_end - j0);
-        for (int jj = 0; jj < VW; jj++) {
-            const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride;
-            floatV dot = qv[0] * VLOAD(0, kr);
-            for (int d = 1; d < NV; d++)
-                dot = fma(qv[d], VLOAD(d, kr), dot);
-            sa[jj] = HSUM(dot);
-        }
         const intV visible = (IOTA + j0) < j_end;
-        const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
-        const float bm = HMAX(s);
-        if (bm > m + RESCALE) { /* lazy rescale; also the first tile (m is the sentinel) */
-            const float corr = exp2(m - bm);
-            lv *= corr;
-            for (int d = 0; d < NV; d++)
-                acc[d] *= corr;
-            m = bm;
-        }
-        const floatV p = select((floatV)(0.0f), exp2(s - m), visible);
-        lv += p;
-        PRIV_VSTORE(p, pa);
-        for (int jj = 0; jj < jn; jj++) {
-            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
-            for (int d = 0; d < NV; d++)
-                acc[d] = fma((floatV)(pa[jj]), VLOAD(d, vr), acc[d]);
+        for (int g = 0; g < HG; g++) {
+            for (int jj = 0; jj < VW; jj++) {
+                const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + g * DH;
+                floatV dot = qv[g][0] * VLOAD(0, kr);
+                for (int d = 1; d < NV; d++)
+                    dot = fma(qv[g][d], VLOAD(d, kr), dot);
+                sa[jj] = HSUM(dot);
+            }
+            const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
+            const float bm = HMAX(s);
+            if (bm > m[g] + RESCALE) { /* lazy rescale; also the first tile (m is the sentinel) */
+                const float corr = exp2(m[g] - bm);
+                lv[g] *= corr;
+                for (int d = 0; d < NV; d++)
+                    acc[g][d] *= corr;
+                m[g] = bm;
+            }
+            const floatV p = select((floatV)(0.0f), exp2(s - m[g]), visible);
+            lv[g] += p;
+            PRIV_VSTORE(p, pa);
+            for (int jj = 0; jj < jn; jj++) {
+                const __global float *vr = vb + (long)(j0 + jj) * v_rstride + g * DH;
+                for (int d = 0; d < NV; d++)
+                    acc[g][d] = fma((floatV)(pa[jj]), VLOAD(d, vr), acc[g][d]);
+            }
         }
     }
-    const float l = HSUM(lv);
-    if (splits > 1) {
-        __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
-        pr[0] = m;
-        pr[1] = l;
-        for (int d = 0; d < NV; d++)
-            VSTORE(acc[d], d, pr + 2);
-        return;
+    for (int g = 0; g < HG; g++) {
+        const float l = HSUM(lv[g]);
+        const int bh = b * heads + h0 + g;
+        if (splits > 1) {
+            __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
+            pr[0] = m[g];
+            pr[1] = l;
+            for (int d = 0; d < NV; d++)
+                VSTORE(acc[g][d], d, pr + 2);
+        } else {
+            __global float *orow = out + ((long)b * nq + i) * o_rstride + (h0 + g) * DH;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            for (int d = 0; d < NV; d++)
+                VSTORE(acc[g][d] * inv, d, orow);
+        }
     }
-    __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < NV; d++)
-        VSTORE(acc[d] * inv, d, orow);
 }
 
-/* Merges the splits' partial (m, l, acc) of each query into the output. */
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
                   __global float *out,        /* (B, nq, o_rstride) */

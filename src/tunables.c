@@ -76,6 +76,10 @@ const clf_tunable_def clf__tunable_defs[] = {
      * keeps tuned pairs per device and Dh), so they are host-side here. */
     /* KT 1: score on keys transposed once per call (vector of VW keys per multiply-add). */
     {"attention.KT", CLF_PROG_ATTENTION, 1, 1, 1, 0, 1, 0, 1},
+    /* MAXHG: at most this many consecutive heads per work-item of the row kernel (split-key
+     * decoding): the largest divisor of H up to it is used, so a work-item reads whole rows of
+     * K and V (CPUs: the prefetchers see one stream, not H strided ones). */
+    {"attention.MAXHG", CLF_PROG_ATTENTION, 8, 1, 1, 0, 64, 1, 1},
     {"attention.QB", CLF_PROG_ATTENTION, 16, 1, 1, 0, 16, 1, 1},
     /* KC keys per chunk between the barriers of attention_tiled_t (a power of two >= 16, so a
      * multiple of VW): a group's work-items share each chunk's K and V rows while cached.

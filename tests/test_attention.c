@@ -198,16 +198,17 @@ static void run_all(int naive) {
 }
 
 /* Styles: CPU-like (transposed keys, 6 queries per work-item, chunks of 32 keys between
- * barriers), GPU-like (chunks of 16), and the row-wise kernel with vectors of 1 (the split path's
- * kernel, here without splits). */
+ * barriers), GPU-like (chunks of 16, one head per work-item), and the row-wise kernel with
+ * vectors of 1 and up to 2 heads per work-item (the split path's kernel, here without splits). */
 static void use_attention_style(int s) {
     const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0},
-                  kc[3] = {32, 16, 256};
+                  kc[3] = {32, 16, 256}, hg[3] = {8, 1, 2};
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.QB", qb[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KC", kc[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXHG", hg[s]));
 }
 
 static void test_tiled(void **state) {
@@ -235,9 +236,15 @@ static void test_split_decode(void **state) {
         {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0},
         {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0},
         {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0},
+        {2, 6, 1, 50, 16, 64, 0, 1, 0, 0, 1, 0},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case(&cases[i], 0);
+    const int64_t maxhg[3] = {8, 4, 1}; /* 6 heads: 6, 3 and 1 per work-item */
+    for (int h = 0; h < 3; h++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXHG", maxhg[h]));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            run_case(&cases[i], 0);
+    }
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXHG", 8));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
 }
 

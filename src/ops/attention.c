@@ -158,7 +158,7 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     /* Tiles per head size (tuned, else the tunables): build options of their own. */
     int64_t qb64, bq64;
     clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
-    char extra[96];
+    char extra[128];
     snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld -DQB=%lld -DBQ=%lld", (long long)s->dh,
              (long long)vw, (long long)qb64, (long long)bq64);
     const size_t bq = (size_t)bq64;
@@ -168,6 +168,12 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
         splits = (s->nk + split_keys - 1) / split_keys;
     if (splits == 1 && clf__tun(ctx, "attention.KT"))
         return tiled_t(ctx, q, k, v, out, d, s, extra);
+    /* Heads per work-item: the largest divisor of H up to MAXHG (whole rows of K and V). */
+    int64_t hg = clf__tun(ctx, "attention.MAXHG");
+    while (s->heads % hg)
+        hg--;
+    const size_t len = strlen(extra);
+    snprintf(extra + len, sizeof(extra) - len, " -DHG=%lld", (long long)hg);
     cl_kernel kt, kc = NULL;
     clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION, extra, &kt);
     if (st == CLF_SUCCESS && splits > 1)
@@ -198,10 +204,11 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
         sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int), &causal, sizeof(cl_long),
         &coff, sizeof(cl_int), &c_splits, sizeof(cl_int), &c_split_keys, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global[3] = {clf__round_up((size_t)s->nq, bq), (size_t)(s->batch * s->heads),
+    size_t global[3] = {clf__round_up((size_t)s->nq, bq), (size_t)(s->batch * s->heads / hg),
                         (size_t)splits};
     size_t local[3] = {bq, 1, 1};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION, kt, 3, global, local)) != CLF_SUCCESS) return st;
+    global[1] = (size_t)(s->batch * s->heads); /* the combine: one work-item per query and head */
     if (splits == 1) return CLF_SUCCESS;
     st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
                        &nq, sizeof(cl_int), &heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
