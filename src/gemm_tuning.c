@@ -283,8 +283,14 @@ static double measure(tuner *t, int64_t m, int64_t n, int64_t k) {
     return 2.0 * (double)m * (double)n * (double)k / (best * 1e9);
 }
 
+/* At most this many accumulators per work-item: larger register tiles spill anyway, and their
+ * fully unrolled kernels take PoCL minutes to compile (a tuner test once spent 8 minutes in one).
+ */
+#define MAX_TILE 64
+
 static bool xgemm_valid(const size_t *v, const clf_device_info *dev) {
     if (v[MWG] % (v[MDIMC] * v[VWM]) || v[NWG] % (v[NDIMC] * v[VWN])) return false;
+    if ((v[MWG] / v[MDIMC]) * (v[NWG] / v[NDIMC]) > MAX_TILE) return false;
     if (v[MWG] % (v[MDIMA] * v[VWM]) || v[NWG] % (v[NDIMB] * v[VWN])) return false;
     size_t threads = v[MDIMC] * v[NDIMC];
     if (threads % v[MDIMA] || threads % v[NDIMB]) return false;
@@ -299,6 +305,7 @@ static bool xgemm_valid(const size_t *v, const clf_device_info *dev) {
 static bool direct_valid(const size_t *v, const clf_device_info *dev) {
     size_t w = v[WGD];
     if (w % (v[MDIMCD] * v[VWMD]) || w % (v[NDIMCD] * v[VWND])) return false;
+    if ((w / v[MDIMCD]) * (w / v[NDIMCD]) > MAX_TILE) return false;
     if (w % (v[MDIMAD] * v[VWMD]) || w % (v[NDIMBD] * v[VWND])) return false;
     size_t threads = v[MDIMCD] * v[NDIMCD];
     if (threads % v[MDIMAD] || threads % v[NDIMBD]) return false;
