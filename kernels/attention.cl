@@ -202,13 +202,14 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
                                     __global float *kt,      /* (B * H, nkp / VW, DH, VW) */
                                     const int nk, const int nkp, const int heads,
                                     const long k_bstride, const int k_rstride, const int k_col) {
-    const int j = get_global_id(0);
+    const int j = get_global_id(0); /* one key (row of K) per work-item */
     if (j >= nkp) return;
-    const int row = get_global_id(1); /* bh * DH + d */
-    const int bh = row / DH, d = row - bh * DH;
+    const int bh = get_global_id(1);
     const int b = bh / heads, h = bh - b * heads;
-    kt[((long)bh * nkp + (j / VW) * VW) * DH + d * VW + j % VW] =
-        j < nk ? k[b * k_bstride + (long)j * k_rstride + k_col + h * DH + d] : 0.0f;
+    __global float *dst = kt + ((long)bh * nkp + (j / VW) * VW) * DH + j % VW;
+    const __global float *src = k + b * k_bstride + (long)j * k_rstride + k_col + h * DH;
+    for (int d = 0; d < DH; d++)
+        dst[d * VW] = j < nk ? src[d] : 0.0f;
 }
 
 /* The same attention as attention_tiled, on transposed keys, QB queries per work-item: VW keys

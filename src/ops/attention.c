@@ -127,7 +127,7 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(cl_int), &kr, sizeof(cl_int), &kc, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     const size_t wg = 64;
-    size_t tg[2] = {clf__round_up((size_t)nkp, wg), (size_t)(s->batch * s->heads * s->dh)};
+    size_t tg[2] = {clf__round_up((size_t)nkp, wg), (size_t)(s->batch * s->heads)};
     size_t tl[2] = {wg, 1};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
         return st;
