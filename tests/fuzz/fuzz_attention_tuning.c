@@ -1,6 +1,7 @@
 /* libFuzzer target: the attention tuning file parser (clf__attention_tuning_parse) on any bytes:
  * a refusal says why and yields no tiles; an acceptance yields 1..16 tiles within range. */
 #include "../../src/internal.h"
+#include "fuzz_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     const char *why = NULL;
     clf_att_tile tiles[CLF_ATT_TILES_MAX];
     int n = -1;

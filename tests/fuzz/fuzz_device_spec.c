@@ -1,5 +1,6 @@
 /* libFuzzer target: the device-spec parser (clf__device_match) on any byte string. */
 #include "../../src/internal.h"
+#include "fuzz_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         init = 1;
     }
-    char *spec = malloc(size + 1);
+    char *spec = fuzz_text(data, size);
     if (!spec) return 0;
-    memcpy(spec, data, size);
-    spec[size] = '\0';
     uint32_t idx = 1234;
     clf_status st = clf__device_match(list, 3, spec, &idx);
     if (st == CLF_SUCCESS && idx >= 3) abort(); /* a match must name an existing device */

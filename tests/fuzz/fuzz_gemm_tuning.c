@@ -1,5 +1,6 @@
 /* libFuzzer target: the GEMM tuning file parser (clf__gemm_tuning_parse) on any bytes. */
 #include "../../src/internal.h"
+#include "fuzz_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,10 +8,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     const char *why = NULL;
     if (!clf__gemm_tuning_parse(text, &why) && !why) abort(); /* a refusal always says why */
     free(text);
