@@ -98,13 +98,12 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     return CLF_SUCCESS;
 }
 
-/* Transposes K of each (batch, head) into scratch, then runs attention_tiled_t. */
+/* Transposes K of each (batch, head) into scratch, then runs attention_tiled_t with per_item
+ * queries per work-item and bq per group (the kernels built with `extra`, vectors of vw). */
 static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                           const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
-                          const att_shape *s, const char *extra) {
-    int64_t vw = clf__tun(ctx, "attention.MAXVW");
-    while (s->dh % vw)
-        vw /= 2;
+                          const att_shape *s, const char *extra, int64_t vw, size_t per_item,
+                          size_t bq) {
     const int64_t nkp = (s->nk + vw - 1) / vw * vw;
     size_t bytes;
     if (!clf__mul_size((size_t)(s->batch * s->heads * s->dh), (size_t)nkp * sizeof(float), &bytes))
@@ -139,9 +138,6 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
                        sizeof(cl_int), &causal, sizeof(cl_long), &coff, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    int64_t qb64, bq64;
-    clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
-    const size_t bq = (size_t)bq64, per_item = (size_t)qb64;
     size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, bq),
                         (size_t)(s->batch * s->heads)};
     size_t local[2] = {bq, 1};
@@ -167,7 +163,7 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)
         splits = (s->nk + split_keys - 1) / split_keys;
     if (splits == 1 && clf__tun(ctx, "attention.KT"))
-        return tiled_t(ctx, q, k, v, out, d, s, extra);
+        return tiled_t(ctx, q, k, v, out, d, s, extra, vw, (size_t)qb64, bq);
     /* Heads per work-item: the largest divisor of H up to MAXHG (whole rows of K and V). */
     int64_t hg = clf__tun(ctx, "attention.MAXHG");
     while (s->heads % hg)
@@ -208,8 +204,8 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                         (size_t)splits};
     size_t local[3] = {bq, 1, 1};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION, kt, 3, global, local)) != CLF_SUCCESS) return st;
-    global[1] = (size_t)(s->batch * s->heads); /* the combine: one work-item per query and head */
     if (splits == 1) return CLF_SUCCESS;
+    global[1] = (size_t)(s->batch * s->heads); /* the combine: one work-item per query and head */
     st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
                        &nq, sizeof(cl_int), &heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
                        &orow, (size_t)0);
