@@ -55,4 +55,25 @@ if [ "$mode" = bench ]; then
     exec "$build/tools/clformer-bench" --quick --json "$build/bench.json"
 fi
 cd "$build"
-exec ctest --output-on-failure -j1
+[ "$sanitize" = ON ] || exec ctest --output-on-failure -j1
+
+# LeakSanitizer's own stop-the-world tracer sometimes crashes at exit ("Tracer caught signal 11",
+# "LeakSanitizer has encountered a fatal error") after every test in the program has passed: a
+# known intermittent sanitizer failure (google/sanitizers#1353), not a leak report. Tests that
+# failed only that way run once more; any other failure (an ASan/UBSan/leak report, a failed
+# assertion, a timeout) stands.
+log=$(mktemp)
+if ctest --output-on-failure -j1 2>&1 | tee "$log"; then
+    rm -f "$log"
+    exit 0
+fi
+failed=$(grep -c -- '\*\*\*' "$log" || true)
+tracer=$(grep -c 'LeakSanitizer has encountered a fatal error' "$log" || true)
+if [ "$failed" -gt 0 ] && [ "$failed" = "$tracer" ] &&
+    ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error|\[  FAILED  \]' "$log"; then
+    echo "run.sh: LeakSanitizer's tracer crashed after $failed passing test program(s); running them once more" >&2
+    rm -f "$log"
+    exec ctest --rerun-failed --output-on-failure -j1
+fi
+rm -f "$log"
+exit 1
