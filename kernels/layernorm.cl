@@ -8,7 +8,8 @@
  * the row's own magnitude), so rows whose mean dwarfs their spread (mean 1e4, std 1) keep full
  * accuracy.
  * WG work-items per row (local-memory tree when > 1), RPG rows per work-group. y may alias x or
- * res: each element is read and written by the same work-item.
+ * res: each element is read and written by the same work-item, except the row's first element
+ * (the shift), read by all of them before a global barrier and written after it.
  *
  * Tunables: VW, WG, RPG (as softmax.cl).
  */
@@ -76,6 +77,10 @@ layernorm_rows(const __global float *x,     /* (rows, n) */
     }
 #if WG > 1
     s2 = row_sum(red, lr, t, s2);
+    /* In place, pass 3 overwrites x[0] (and res[0]), which every work-item of the row read as
+     * its shift: the reduction's local fences do not order global memory, so a global fence
+     * first (Oclgrind found the read-write race). */
+    barrier(CLK_GLOBAL_MEM_FENCE);
 #endif
     if (!active) return;
 

@@ -25,6 +25,18 @@ static void set_buf(const clf_context_params *p, const char *msg) {
 static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     for (int i = 0; i < CLF_FAULT_KINDS; i++)
         ctx->fault_at[i] = -1;
+    ctx->loop_budget = clf__device_loop_budget(&ctx->info);
+    /* Per-dimension work-item limits (kernels fit their work-groups within them). */
+    cl_uint item_dims = 0;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof(item_dims),
+                        &item_dims, NULL) == CL_SUCCESS &&
+        item_dims >= 3 && item_dims <= 16) {
+        size_t sizes[16];
+        if (clGetDeviceInfo(ctx->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(sizes), sizes,
+                            NULL) == CL_SUCCESS)
+            for (int d = 0; d < 3; d++)
+                ctx->max_item[d] = sizes[d];
+    }
     ctx->error = calloc(1, 1);
     ctx->tunables = calloc(clf__tunable_count, sizeof(int64_t));
     ctx->tunable_set = calloc(clf__tunable_count, 1);

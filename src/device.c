@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static bool ci_contains(const char *hay, const char *needle);
+
 static void get_str(cl_device_id d, cl_device_info what, char *out) {
     out[0] = '\0';
     size_t n = 0;
@@ -89,6 +91,7 @@ clf_status clf__device_query(cl_platform_id platform, cl_device_id d, clf_device
     info->has_fp64 = has_extension(d, "cl_khr_fp64");
     info->has_subgroups =
         has_extension(d, "cl_khr_subgroups") || has_extension(d, "cl_intel_subgroups");
+    info->is_simulator = clf__is_simulator(info);
     return CL_SUCCESS;
 }
 
@@ -213,6 +216,18 @@ static bool parse_u32(const char *s, const char *end, uint32_t *out) {
     return true;
 }
 
+int64_t clf__device_loop_budget(const clf_device_info *info) {
+    /* Mesa's llvmpipe exits any loop once a work-item has run 65535 iterations (all its loops
+     * together; LP_MAX_TGSI_LOOP_ITERATIONS) and goes on with what it has: attention over 1024
+     * keys gave wrong outputs on rusticl/llvmpipe (Mesa 22.3) until the keys were split. */
+    return ci_contains(info->name, "llvmpipe") ? 32768 : 0;
+}
+
+bool clf__is_simulator(const clf_device_info *info) {
+    /* Oclgrind: an instrumented interpreter that reports every device type at once. */
+    return ci_contains(info->platform_name, "oclgrind") || ci_contains(info->name, "oclgrind");
+}
+
 clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char *spec,
                              uint32_t *index) {
     if (n == 0) return CLF_ERROR_NO_DEVICE;
@@ -227,12 +242,16 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
     while (len > 0 && isspace((unsigned char)buf[len - 1]))
         buf[--len] = '\0';
 
-    if (len == 0) { /* default: first GPU, else first CPU, else the first device */
-        for (uint32_t i = 0; i < n; i++)
-            if (list[i].type == CLF_DEVICE_GPU) return *index = i, CLF_SUCCESS;
-        for (uint32_t i = 0; i < n; i++)
-            if (list[i].type == CLF_DEVICE_CPU) return *index = i, CLF_SUCCESS;
-        return *index = 0, CLF_SUCCESS;
+    /* The default and the type words never pick a simulator (Oclgrind): only a spec that names
+     * it (by index, platform:device or name) does. */
+    if (len == 0) { /* default: first GPU, else first CPU, else first accelerator, else any */
+        static const clf_device_type order[] = {CLF_DEVICE_GPU, CLF_DEVICE_CPU,
+                                                CLF_DEVICE_ACCELERATOR, CLF_DEVICE_OTHER};
+        for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
+            for (uint32_t i = 0; i < n; i++)
+                if (list[i].type == order[o] && !list[i].is_simulator)
+                    return *index = i, CLF_SUCCESS;
+        return CLF_ERROR_NO_DEVICE;
     }
     static const struct {
         const char *word;
@@ -242,7 +261,8 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         if (strcasecmp(buf, types[t].word) == 0) {
             for (uint32_t i = 0; i < n; i++)
-                if (list[i].type == types[t].type) return *index = i, CLF_SUCCESS;
+                if (list[i].type == types[t].type && !list[i].is_simulator)
+                    return *index = i, CLF_SUCCESS;
             return CLF_ERROR_NO_DEVICE;
         }
     }

@@ -42,9 +42,14 @@ typedef enum {
     CLF_K_COUNT
 } clf_kernel_id;
 
+/* A kernel and its work-group shape. Dimension d of its local size is compiled into the kernel as
+ * the -D macro wg_macro[d] (a reqd_work_group_size, local arrays, a reduction tree), or, when
+ * NULL, is chosen at launch only. wg_pow2[d]: that size must stay a power of two. */
 typedef struct clf_kernel_def {
     clf_prog_id prog;
     const char *name; /* __kernel function name */
+    const char *wg_macro[3];
+    unsigned char wg_pow2[3];
 } clf_kernel_def;
 
 extern const char *const clf__prog_names[CLF_PROG_COUNT]; /* file stem, e.g. "softmax" */
@@ -91,6 +96,11 @@ int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
  * Returns 0, or -1 if buf is too small. */
 int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
                        size_t size);
+/* Same, with `n` macros set to other values (a kernel's fitted work-group sizes): a tunable of
+ * the program with one of these macro names takes that value, and the others are appended. */
+int clf__build_options_with(clf_prog_id prog, const int64_t *values, clf_device_type type,
+                            const char *const *macros, const int64_t *macro_values, int n,
+                            char *buf, size_t size);
 
 /* ---------------------------------------------------------------- program cache */
 
@@ -125,12 +135,15 @@ typedef enum {
 
 /* ---------------------------------------------------------------- context and tensor */
 
-/* A library kernel built with the tunables in force plus per-call options (e.g. "-DDH=64"). */
+/* A library kernel built with the tunables in force plus per-call options (e.g. "-DDH=64"), for
+ * one requested work-group shape, and the shape fitted to what the device allows for it. */
 typedef struct clf_kernel_entry {
     clf_kernel_id id;
     char extra[64];
+    size_t want[3];  /* requested local size */
+    size_t local[3]; /* fitted local size (the one to launch with) */
     cl_kernel kernel;
-    size_t wg; /* CL_KERNEL_WORK_GROUP_SIZE */
+    size_t wg; /* the limit it was fitted to: CL_KERNEL_WORK_GROUP_SIZE, or the test cap */
 } clf_kernel_entry;
 
 struct clf_context {
@@ -164,8 +177,16 @@ struct clf_context {
     char *gemm_tuning_dir;             /* owned; the cache folder, even if disk_cache is off */
     int64_t fault_at[CLF_FAULT_KINDS]; /* see clf__fault_set; -1: off */
     int64_t fault_seen[CLF_FAULT_KINDS];
-    uint64_t launches; /* kernels and CLBlast calls queued so far (for reports) */
-    cl_mem scratch;    /* grow-only device scratch (attention partials) */
+    uint64_t launches;  /* kernels and CLBlast calls queued so far (for reports) */
+    size_t max_item[3]; /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
+    size_t wg_cap;      /* test-only cap on every kernel's work-group (clf__wg_cap_set); 0: off */
+    /* Most loop iterations one work-item may run, summed over all its loops; 0: no limit.
+     * llvmpipe (Mesa's rusticl on the CPU) stops a kernel's loops after 65535 iterations in all
+     * and carries on with wrong results (its shader loop limiter); ops that loop long per
+     * work-item (attention over many keys, row reductions, argmax) split their work to stay
+     * within it. Half the hard limit, for loops the estimates do not count. */
+    int64_t loop_budget;
+    cl_mem scratch; /* grow-only device scratch (attention partials) */
     size_t scratch_bytes;
 };
 
@@ -190,9 +211,35 @@ clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */
 const char *clf__cl_error_name(cl_int err);
 
-/* Gets (building on first use) a library kernel; _ex adds per-call build options. */
+/* Gets (building on first use) library kernel `id`, variant `extra` (per-call build options, may
+ * be NULL), with its work-group fitted to the device. local[0..dims) holds the requested local
+ * size on entry (from tunables, or per call) and the size to launch with on return: within
+ * CL_KERNEL_WORK_GROUP_SIZE, the device's work-item sizes and local memory, and the test cap,
+ * with the sizes the kernel compiles in (clf_kernel_def.wg_macro) built to match. A size it
+ * must lower goes to the largest fitting power of two where the kernel needs one, else to a
+ * multiple of CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE where one fits. Dims past `dims` are
+ * 1. Fails (CLF_ERROR_UNSUPPORTED) only if not even one work-item fits. */
+clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra, cl_uint dims,
+                           size_t *local, cl_kernel *out);
+/* The same with the local size its tunables request (kernels launched without one, warm-up). */
 clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out);
-clf_status clf__kernel_ex(clf_context *ctx, clf_kernel_id id, const char *extra, cl_kernel *out);
+/* Lowers local[0..dims) until their product is at most limit (see clf__kernel_fit); false if it
+ * cannot (host-only; tested without a device). */
+bool clf__wg_shrink(size_t *local, const unsigned char *pow2, cl_uint dims, size_t limit,
+                    size_t multiple);
+/* Test-only: caps every kernel's work-group at `cap` work-items (0: off), as a device that allows
+ * fewer would; drops the kernels built so far. */
+void clf__wg_cap_set(clf_context *ctx, size_t cap);
+/* Row kernels on a device with a loop budget: the power-of-two work-items per row (at least
+ * wg) that keep `passes` passes over a row of n floats in vectors of vw within the budget. */
+size_t clf__row_wg_for_budget(const clf_context *ctx, int64_t n, int64_t vw, int passes, size_t wg);
+/* Fails (CLF_ERROR_UNSUPPORTED, naming the kernel) when a work-item's `iters` loop iterations
+ * exceed the device's loop budget. */
+clf_status clf__check_loops(clf_context *ctx, clf_kernel_id id, int64_t iters);
+/* Test-only: sets the loop budget (see clf_context.loop_budget; 0: none), as llvmpipe has one. */
+void clf__loop_budget_set(clf_context *ctx, int64_t budget);
+/* The budget a device needs: llvmpipe's 65535 loop iterations per work-item, halved; else 0. */
+int64_t clf__device_loop_budget(const clf_device_info *info);
 /* Releases the kernels of program `prog` (CLF_PROG_COUNT: all), e.g. after a tunable changed. */
 void clf__drop_kernels(clf_context *ctx, clf_prog_id prog);
 /* Enqueues a kernel after checking the local size against CL_KERNEL_WORK_GROUP_SIZE; with
@@ -253,6 +300,9 @@ clf_status clf__device_query(cl_platform_id platform, cl_device_id device, clf_d
  * Returns CLF_SUCCESS and *index, or CLF_ERROR_NO_DEVICE / CLF_ERROR_INVALID_ARGUMENT. */
 clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char *spec,
                              uint32_t *index);
+
+/* True for a simulator (Oclgrind), from its platform or device name. */
+bool clf__is_simulator(const clf_device_info *info);
 
 /* Selects a device by spec and returns its handles; on failure writes a message naming the
  * existing devices into msg. */

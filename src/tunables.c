@@ -15,20 +15,22 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
     [CLF_PROG_ATTENTION] = "attention",
 };
 
+/* Work-group dims per kernel: the -D macro each size is compiled in as (NULL: launch-time only),
+ * and whether it must be a power of two (reduction trees). */
 const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
-    [CLF_K_SOFTMAX] = {CLF_PROG_SOFTMAX, "softmax_rows"},
-    [CLF_K_LAYERNORM] = {CLF_PROG_LAYERNORM, "layernorm_rows"},
-    [CLF_K_POSENC] = {CLF_PROG_POSENC, "embed_posenc"},
-    [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act"},
-    [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add"},
-    [CLF_K_ARGMAX] = {CLF_PROG_ELEMENTWISE, "argmax_rows"},
-    [CLF_K_LINEAR_ROWS] = {CLF_PROG_ELEMENTWISE, "linear_rows"},
-    [CLF_K_PACK_PANELS] = {CLF_PROG_ELEMENTWISE, "pack_panels"},
-    [CLF_K_LINEAR_PACKED] = {CLF_PROG_ELEMENTWISE, "linear_packed"},
-    [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled"},
-    [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine"},
-    [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t"},
-    [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k"},
+    [CLF_K_SOFTMAX] = {CLF_PROG_SOFTMAX, "softmax_rows", {"WG", "RPG"}, {1, 0}},
+    [CLF_K_LAYERNORM] = {CLF_PROG_LAYERNORM, "layernorm_rows", {"WG", "RPG"}, {1, 0}},
+    [CLF_K_POSENC] = {CLF_PROG_POSENC, "embed_posenc", {"WG"}, {0}},
+    [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act", {"WG"}, {0}},
+    [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add", {"WG"}, {0}},
+    [CLF_K_ARGMAX] = {CLF_PROG_ELEMENTWISE, "argmax_rows", {"ARGMAX_WG"}, {1}},
+    [CLF_K_LINEAR_ROWS] = {CLF_PROG_ELEMENTWISE, "linear_rows", {"SK_LW"}, {1}},
+    [CLF_K_PACK_PANELS] = {CLF_PROG_ELEMENTWISE, "pack_panels", {NULL}, {0}},
+    [CLF_K_LINEAR_PACKED] = {CLF_PROG_ELEMENTWISE, "linear_packed", {NULL}, {0}},
+    [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k", {NULL}, {0}},
 };
 
 /* name, program, cpu, gpu, fallback, power of two, max, min, host only */
@@ -107,22 +109,42 @@ int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type) {
     }
 }
 
-int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
-                       size_t size) {
+int clf__build_options_with(clf_prog_id prog, const int64_t *values, clf_device_type type,
+                            const char *const *macros, const int64_t *macro_values, int n,
+                            char *buf, size_t size) {
     size_t off = 0;
     int w = snprintf(buf, size, "-DCLF_DEVICE_TYPE=%d", (int)type);
     if (w < 0 || (size_t)w >= size) return -1;
     off = (size_t)w;
+    bool used[3] = {false, false, false};
+    if (n > 3) return -1;
     for (size_t i = 0; i < clf__tunable_count; i++) {
         const clf_tunable_def *d = &clf__tunable_defs[i];
         if (d->prog != prog || d->host) continue;
         const char *macro = strchr(d->name, '.');
         macro = macro ? macro + 1 : d->name;
-        w = snprintf(buf + off, size - off, " -D%s=%lld", macro, (long long)values[i]);
+        int64_t v = values[i];
+        for (int j = 0; j < n; j++)
+            if (strcmp(macros[j], macro) == 0) {
+                v = macro_values[j];
+                used[j] = true;
+            }
+        w = snprintf(buf + off, size - off, " -D%s=%lld", macro, (long long)v);
+        if (w < 0 || (size_t)w >= size - off) return -1;
+        off += (size_t)w;
+    }
+    for (int j = 0; j < n; j++) {
+        if (used[j]) continue;
+        w = snprintf(buf + off, size - off, " -D%s=%lld", macros[j], (long long)macro_values[j]);
         if (w < 0 || (size_t)w >= size - off) return -1;
         off += (size_t)w;
     }
     return 0;
+}
+
+int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
+                       size_t size) {
+    return clf__build_options_with(prog, values, type, NULL, NULL, 0, buf, size);
 }
 
 int64_t clf__tun(const clf_context *ctx, const char *name) {

@@ -1,5 +1,6 @@
 /* harness.c — see harness.h. */
 #include "harness.h"
+#include "../src/internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,23 @@ int harness_teardown(void **state) {
     clf_context_free(g_ctx);
     g_ctx = NULL;
     return 0;
+}
+
+void harness_under_wg_caps(void (*body)(void **state), void **state) {
+    static const size_t caps[] = {1, 3, 32};
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        clf__wg_cap_set(g_ctx, caps[i]);
+        body(state);
+    }
+    clf__wg_cap_set(g_ctx, 0);
+}
+
+void harness_under_loop_budget(void (*body)(void **state), void **state, int64_t budget) {
+    clf_device_info info;
+    clf_context_device_info(g_ctx, &info);
+    clf__loop_budget_set(g_ctx, budget);
+    body(state);
+    clf__loop_budget_set(g_ctx, clf__device_loop_budget(&info));
 }
 
 int harness_in_ci(void) {

@@ -72,6 +72,14 @@ void check_close(const char *what, const float *got, const double *want, int64_t
 /* Sets program tunables on g_ctx: "<prog>.VW", "<prog>.WG" and, if rpg > 0, "<prog>.RPG". */
 void use_tunables(const char *prog, int64_t vw, int64_t wg, int64_t rpg);
 
+/* Runs body (a test's function) again with every kernel's work-group capped at 1, 3 and 32
+ * work-items (a device that allows fewer than the tunables ask for: the ops must fit their
+ * launches and still match the reference), then lifts the cap. */
+void harness_under_wg_caps(void (*body)(void **state), void **state);
+/* Runs body with a loop budget per work-item (llvmpipe's limit, scaled down so that PoCL takes
+ * the same paths), then restores the device's own. */
+void harness_under_loop_budget(void (*body)(void **state), void **state, int64_t budget);
+
 /* Tunable styles every op test runs: PoCL's (one work-item per row, float16), a GPU's (float4,
  * 64 work-items per row, local-memory tree), and an odd one (scalar loads, 2 per row). */
 typedef struct {

@@ -392,12 +392,26 @@ static void test_bad_input(void **state) {
     clf_tensor_free(b3);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group (every style's BQ is fitted). */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_split_decode, state);
+    harness_under_wg_caps(test_rising_scores, state);
+}
+
+/* A loop budget per work-item as llvmpipe's, scaled down so that PoCL takes the same paths:
+ * keys split across work-items (the split-key kernel and the combine) in every style. */
+static void test_loop_budget(void **state) {
+    harness_under_loop_budget(test_tiled, state, 4000);
+    harness_under_loop_budget(test_rising_scores, state, 2500);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiled),         cmocka_unit_test(test_naive),
         cmocka_unit_test(test_split_decode),  cmocka_unit_test(test_extreme_logits),
         cmocka_unit_test(test_rising_scores), cmocka_unit_test(test_naive_weights),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input),     cmocka_unit_test(test_wg_caps),
+        cmocka_unit_test(test_loop_budget),
     };
     return HARNESS_RUN("attention", tests);
 }

@@ -247,14 +247,23 @@ static void test_tunables_api(void **state) {
     assert_non_null(strstr(clf_context_last_error(g_ctx), "nope.VW"));
     CLF_OK(clf_context_get_tunable(g_ctx, "softmax.VW", &v));
     if (info.type == CLF_DEVICE_CPU) assert_int_equal(v, 16); /* unchanged */
-    /* A work-group larger than the device allows is refused before launch. */
+    /* A work-group larger than any device allows (1024 x 64) is a request: the kernel is built
+     * for the largest that fits, and computes the same. */
     int64_t shape[2] = {2, 10};
-    clf_tensor *t = tensor_poisoned(CLF_F32, 2, shape);
+    float x[20];
+    for (int i = 0; i < 20; i++)
+        x[i] = (float)(i % 10);
+    clf_tensor *t = tensor_from(CLF_F32, 2, shape, x);
     CLF_OK(clf_context_set_tunable(g_ctx, "softmax.WG", 1024));
     CLF_OK(clf_context_set_tunable(g_ctx, "softmax.RPG", 64));
-    clf_status st = clf_softmax(g_ctx, t, t, NULL);
-    assert_true(st == CLF_ERROR_UNSUPPORTED || st == CLF_ERROR_BUILD_FAILED || st < 0);
-    assert_true(strlen(clf_context_last_error(g_ctx)) > 0);
+    CLF_OK(clf_softmax(g_ctx, t, t, NULL));
+    float y[20];
+    CLF_OK(clf_tensor_read(t, y, sizeof(y)));
+    double sum = 0;
+    for (int i = 0; i < 10; i++)
+        sum += exp((double)i);
+    for (int i = 0; i < 20; i++)
+        assert_true(fabs(y[i] - exp((double)(i % 10)) / sum) < 1e-6);
     CLF_OK(clf_context_set_tunable(g_ctx, "softmax.WG", 1));
     CLF_OK(clf_context_set_tunable(g_ctx, "softmax.RPG", 4));
     clf_tensor_free(t);
@@ -280,18 +289,21 @@ static void test_disk_cache(void **state) {
     CLF_OK(clf_context_warmup(a));
     clf_cache_stats s;
     CLF_OK(clf_context_cache_stats(a, &s));
-    assert_int_equal(s.programs_built_from_source, CLF_PROG_COUNT);
+    /* One program per file, more where a kernel's work-group had to be fitted to the device
+     * (rusticl: 32 work-items, so elementwise.cl is built again for bias_act's and add's). */
+    const uint64_t built = s.programs_built_from_source;
+    assert_true(built >= CLF_PROG_COUNT);
     assert_int_equal(s.programs_loaded_from_disk, 0);
     CLF_OK(clf_context_warmup(a)); /* second time: nothing rebuilt */
     CLF_OK(clf_context_cache_stats(a, &s));
-    assert_int_equal(s.programs_built_from_source, CLF_PROG_COUNT);
+    assert_int_equal(s.programs_built_from_source, built);
     clf_context_free(a);
 
     clf_context *b = fresh_context(dir, 0, NULL);
     CLF_OK(clf_context_warmup(b));
     CLF_OK(clf_context_cache_stats(b, &s));
     assert_int_equal(s.programs_built_from_source, 0);
-    assert_int_equal(s.programs_loaded_from_disk, CLF_PROG_COUNT);
+    assert_int_equal(s.programs_loaded_from_disk, built);
     /* Kernels loaded from disk compute correctly. */
     float x[5] = {1, 2, 3, 4, 5};
     int64_t shape[1] = {5};
@@ -326,11 +338,11 @@ static void test_disk_cache(void **state) {
         corrupted++;
     }
     closedir(dd);
-    assert_int_equal(corrupted, CLF_PROG_COUNT);
+    assert_int_equal((uint64_t)corrupted, built);
     clf_context *c = fresh_context(dir, 0, NULL);
     CLF_OK(clf_context_warmup(c));
     CLF_OK(clf_context_cache_stats(c, &s));
-    assert_int_equal(s.programs_built_from_source + s.programs_loaded_from_disk, CLF_PROG_COUNT);
+    assert_int_equal(s.programs_built_from_source + s.programs_loaded_from_disk, built);
     clf_context_free(c);
     harness_remove_tree(dir);
 }

@@ -121,10 +121,17 @@ static void test_bad_input(void **state) {
     clf_tensor_free(y);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_bias_act, state);
+    harness_under_wg_caps(test_add, state);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bias_act),
         cmocka_unit_test(test_add),
+        cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("elementwise", tests);

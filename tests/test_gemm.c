@@ -328,11 +328,21 @@ static void test_linear(void **state) {
     clf_tensor_free(tb_bad);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group: clformer's own linear kernels. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_linear_rows_kernel, state);
+    harness_under_wg_caps(test_linear_packed, state);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_shapes),      cmocka_unit_test(test_matmul_batched),
-        cmocka_unit_test(test_strided_heads),      cmocka_unit_test(test_linear),
-        cmocka_unit_test(test_linear_rows_kernel), cmocka_unit_test(test_linear_packed),
+        cmocka_unit_test(test_matmul_shapes),
+        cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_strided_heads),
+        cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_rows_kernel),
+        cmocka_unit_test(test_linear_packed),
+        cmocka_unit_test(test_wg_caps),
     };
     return HARNESS_RUN("gemm", tests);
 }

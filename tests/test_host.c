@@ -86,6 +86,82 @@ static void test_device_match(void **state) {
     assert_int_equal(clf__device_match(list, 3, longspec, &idx), CLF_ERROR_INVALID_ARGUMENT);
 }
 
+/* A simulator (Oclgrind reports every device type) is never the default nor a type word's pick;
+ * a spec that names it does pick it. */
+static void test_device_match_simulator(void **state) {
+    (void)state;
+    clf_device_info list[3] = {
+        fake(0, 0, 0, CLF_DEVICE_GPU, "Oclgrind Simulator", "University of Bristol", "Oclgrind"),
+        fake(1, 1, 0, CLF_DEVICE_CPU, "pthread-haswell-AMD EPYC", "AuthenticAMD",
+             "Portable Computing Language"),
+        fake(2, 2, 0, CLF_DEVICE_CPU, "llvmpipe (LLVM 15.0.6, 256 bits)", "Mesa", "rusticl"),
+    };
+    list[0].is_simulator = 1;
+    clf_device_info probe = list[0];
+    probe.is_simulator = 0;
+    assert_true(clf__is_simulator(&probe));
+    assert_false(clf__is_simulator(&list[1]));
+    assert_false(clf__is_simulator(&list[2]));
+    uint32_t idx = 99;
+    assert_int_equal(clf__device_match(list, 3, NULL, &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 1); /* not the simulator's "GPU": the first CPU */
+    assert_int_equal(clf__device_match(list, 3, "gpu", &idx), CLF_ERROR_NO_DEVICE);
+    assert_int_equal(clf__device_match(list, 3, "cpu", &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 1);
+    assert_int_equal(clf__device_match(list, 3, "rusticl", &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 2);
+    assert_int_equal(clf__device_match(list, 3, "oclgrind", &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 0);
+    assert_int_equal(clf__device_match(list, 3, "0", &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 0);
+    /* Only a simulator: nothing by default. */
+    assert_int_equal(clf__device_match(list, 1, NULL, &idx), CLF_ERROR_NO_DEVICE);
+    /* An accelerator comes after CPUs, a device of another type last. */
+    clf_device_info two[2] = {
+        fake(0, 0, 0, CLF_DEVICE_OTHER, "custom", "x", "p"),
+        fake(1, 0, 1, CLF_DEVICE_ACCELERATOR, "fpga", "x", "p"),
+    };
+    assert_int_equal(clf__device_match(two, 2, NULL, &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 1);
+    assert_int_equal(clf__device_match(two, 1, NULL, &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 0);
+}
+
+/* Work-group fitting: the largest dim takes the cut, powers of two stay powers of two, other
+ * sizes prefer a multiple of the preferred multiple. */
+static void test_wg_shrink(void **state) {
+    (void)state;
+    const unsigned char p2[3] = {1, 0, 0}, none[3] = {0, 0, 0};
+    size_t a[3] = {128, 1, 1};
+    assert_true(clf__wg_shrink(a, p2, 3, 32, 1));
+    assert_int_equal(a[0], 32);
+    size_t b[3] = {128, 1, 1};
+    assert_true(clf__wg_shrink(b, p2, 3, 3, 1));
+    assert_int_equal(b[0], 2);
+    size_t c[3] = {1, 4, 1};
+    assert_true(clf__wg_shrink(c, p2, 3, 3, 1));
+    assert_int_equal(c[0], 1);
+    assert_int_equal(c[1], 3);
+    size_t d[3] = {64, 4, 1};
+    assert_true(clf__wg_shrink(d, p2, 3, 32, 8));
+    assert_int_equal(d[0] * d[1], 32);
+    size_t e[3] = {1000, 1, 1};
+    assert_true(clf__wg_shrink(e, none, 3, 200, 32));
+    assert_int_equal(e[0], 192); /* a multiple of 32 */
+    size_t f[3] = {100, 1, 1};
+    assert_true(clf__wg_shrink(f, none, 3, 20, 32));
+    assert_int_equal(f[0], 20); /* below the multiple: as large as fits */
+    size_t g[3] = {16, 1, 1};
+    assert_true(clf__wg_shrink(g, none, 3, 1, 8));
+    assert_int_equal(g[0], 1);
+    size_t h[3] = {16, 8, 1};
+    assert_true(clf__wg_shrink(h, none, 3, 200, 8)); /* already fits: unchanged */
+    assert_int_equal(h[0], 16);
+    assert_int_equal(h[1], 8);
+    size_t z[3] = {4, 1, 1};
+    assert_false(clf__wg_shrink(z, none, 3, 0, 1));
+}
+
 static void test_tunables(void **state) {
     (void)state;
     assert_true(clf__tunable_count > 0);
@@ -129,6 +205,15 @@ static void test_build_options(void **state) {
     /* Only the program's own tunables. */
     assert_null(strstr(buf, "layernorm"));
     assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, buf, 10), -1);
+    /* Fitted work-group macros replace the tunables' values, and others are appended once. */
+    const char *macros[2] = {"WG", "BQ"};
+    const int64_t mv[2] = {32, 7};
+    assert_int_equal(clf__build_options_with(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, macros, mv, 2,
+                                             buf, sizeof(buf)),
+                     0);
+    snprintf(want, sizeof(want), "-DCLF_DEVICE_TYPE=2 -DVW=%d -DWG=32 -DRPG=%d -DBQ=7", vw + 2,
+             rpg + 2);
+    assert_string_equal(buf, want);
     free(vals);
 }
 
@@ -201,14 +286,26 @@ static void test_embedded_sources(void **state) {
     for (int k = 0; k < CLF_K_COUNT; k++) {
         const char *src = clf__embedded_find(clf__prog_names[clf__kernel_defs[k].prog]);
         assert_non_null(strstr(src, clf__kernel_defs[k].name));
+        /* Every compiled-in work-group size has an #ifndef default in the file. */
+        for (int d = 0; d < 3; d++) {
+            if (!clf__kernel_defs[k].wg_macro[d]) continue;
+            char guard[64];
+            snprintf(guard, sizeof(guard), "#ifndef %s\n", clf__kernel_defs[k].wg_macro[d]);
+            assert_non_null(strstr(src, guard));
+        }
     }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror),         cmocka_unit_test(test_device_match),
-        cmocka_unit_test(test_tunables),         cmocka_unit_test(test_build_options),
-        cmocka_unit_test(test_cache_key),        cmocka_unit_test(test_cache_dir),
+        cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_device_match),
+        cmocka_unit_test(test_device_match_simulator),
+        cmocka_unit_test(test_wg_shrink),
+        cmocka_unit_test(test_tunables),
+        cmocka_unit_test(test_build_options),
+        cmocka_unit_test(test_cache_key),
+        cmocka_unit_test(test_cache_dir),
         cmocka_unit_test(test_embedded_sources),
     };
     return cmocka_run_group_tests_name("host", tests, NULL, NULL);

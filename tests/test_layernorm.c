@@ -146,9 +146,17 @@ static void test_bad_input(void **state) {
     clf_tensor_free(r_bad);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group (every tunable style is fitted), and a
+ * loop budget as llvmpipe's, scaled down. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_shapes, state);
+    harness_under_loop_budget(test_shapes, state, 300);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_extreme_rows),
         cmocka_unit_test(test_bad_input),
     };

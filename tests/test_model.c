@@ -530,6 +530,16 @@ static void test_two_threads(void **state) {
         if (!jobs[i].ok) fail_msg("thread %d: %s", i, jobs[i].err);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group: argmax and the model layers (every
+ * kernel they launch is fitted), and a loop budget as llvmpipe's, scaled down. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_argmax, state);
+    harness_under_wg_caps(test_encoder_matches_pytorch, state);
+    harness_under_wg_caps(test_decoder_matches_pytorch, state);
+    harness_under_loop_budget(test_argmax, state, 100);
+    harness_under_loop_budget(test_decoder_matches_pytorch, state, 1000);
+}
+
 int main(void) {
     rng_seed(6);
     const struct CMUnitTest tests[] = {
@@ -539,6 +549,7 @@ int main(void) {
         cmocka_unit_test(test_decoder_matches_pytorch),
         cmocka_unit_test(test_greedy_matches_pytorch),
         cmocka_unit_test(test_bad_weights),
+        cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_two_threads),
     };
     int rc = HARNESS_RUN("model", tests);

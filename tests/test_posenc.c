@@ -155,10 +155,17 @@ static void test_bad_input(void **state) {
     clf_tensor_free(out_bad);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_posenc_add, state);
+    harness_under_wg_caps(test_embedding, state);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_posenc_add),
         cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("posenc", tests);

@@ -178,12 +178,22 @@ static void test_bad_input(void **state) {
     clf_tensor_free(lens_f);
 }
 
+/* A device that allows 1, 3 or 32 work-items per group (every tunable style is fitted). */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_unmasked_shapes, state);
+    harness_under_wg_caps(test_masks, state);
+}
+
+/* A loop budget as llvmpipe's, scaled down: rows of up to 4097 floats take more work-items. */
+static void test_loop_budget(void **state) {
+    harness_under_loop_budget(test_unmasked_shapes, state, 300);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_unmasked_shapes),
-        cmocka_unit_test(test_masks),
-        cmocka_unit_test(test_extreme_inputs),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_unmasked_shapes), cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_wg_caps),         cmocka_unit_test(test_loop_budget),
+        cmocka_unit_test(test_extreme_inputs),  cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("softmax", tests);
 }

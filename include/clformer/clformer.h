@@ -114,6 +114,7 @@ typedef struct clf_device_info {
     int has_fp16;
     int has_fp64;
     int has_subgroups;
+    int is_simulator; /* 1: a simulator (Oclgrind); never picked unless a spec names it */
 } clf_device_info;
 
 /* Lists every device of every platform. Writes up to `capacity` entries to `infos` (may be NULL
@@ -133,8 +134,10 @@ typedef struct clf_context clf_context;
 typedef struct clf_context_params {
     /* Device choice: "gpu", "cpu", "accelerator", a global index ("0"), "platform:device"
      * ("1:0"), or a case-insensitive substring of the vendor, platform or device name
-     * ("nvidia", "intel", "amd", "pthread"). NULL: $CLF_DEVICE, else the first GPU, else the
-     * first CPU, else the first device. */
+     * ("nvidia", "intel", "amd", "pthread", "rusticl", "oclgrind"). NULL: $CLF_DEVICE, else the
+     * first GPU, else the first CPU, else the first accelerator, else any other device. Neither
+     * the default nor "gpu"/"cpu"/"accelerator" ever picks a simulator (Oclgrind, which reports
+     * every type): only an index or a name does. */
     const char *device_spec;
     int enable_profiling;   /* 1: time every kernel (clf_context_profile) */
     int disk_cache;         /* 1 (default): keep built programs on disk */

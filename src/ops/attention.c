@@ -110,8 +110,9 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "attention: transposed keys overflow");
     cl_kernel ktr, kat;
     cl_mem kt;
-    clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION_TRANSPOSE, extra, &ktr);
-    if (st == CLF_SUCCESS) st = clf__kernel_ex(ctx, CLF_K_ATTENTION_T, extra, &kat);
+    size_t tl[2] = {64, 1}, local[2] = {bq, 1};
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_TRANSPOSE, extra, 2, tl, &ktr);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_ATTENTION_T, extra, 2, local, &kat);
     if (st == CLF_SUCCESS) st = clf__scratch(ctx, bytes, &kt);
     if (st != CLF_SUCCESS) return st;
     cl_int nq = (cl_int)s->nq, nk = (cl_int)s->nk, c_nkp = (cl_int)nkp, heads = (cl_int)s->heads;
@@ -125,9 +126,7 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &kb,
                        sizeof(cl_int), &kr, sizeof(cl_int), &kc, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    const size_t wg = 64;
-    size_t tg[2] = {clf__round_up((size_t)nkp, wg), (size_t)(s->batch * s->heads)};
-    size_t tl[2] = {wg, 1};
+    size_t tg[2] = {clf__round_up((size_t)nkp, tl[0]), (size_t)(s->batch * s->heads)};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
         return st;
     st = clf__set_args(ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem),
@@ -138,9 +137,8 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
                        sizeof(cl_int), &causal, sizeof(cl_long), &coff, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, bq),
+    size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, local[0]),
                         (size_t)(s->batch * s->heads)};
-    size_t local[2] = {bq, 1};
     return clf__launch(ctx, CLF_K_ATTENTION_T, kat, 2, global, local);
 }
 
@@ -155,25 +153,47 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     int64_t qb64, bq64;
     clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
     char extra[128];
-    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld -DQB=%lld -DBQ=%lld", (long long)s->dh,
-             (long long)vw, (long long)qb64, (long long)bq64);
+    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld -DQB=%lld", (long long)s->dh, (long long)vw,
+             (long long)qb64); /* BQ: the fitted work-group (clf__kernel_fit) */
     const size_t bq = (size_t)bq64;
-    const int64_t split_keys = clf__tun(ctx, "attention.SPLIT_KEYS");
+    int64_t split_keys = clf__tun(ctx, "attention.SPLIT_KEYS");
     int64_t splits = 1;
     if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)
         splits = (s->nk + split_keys - 1) / split_keys;
-    if (splits == 1 && clf__tun(ctx, "attention.KT"))
-        return tiled_t(ctx, q, k, v, out, d, s, extra, vw, (size_t)qb64, bq);
     /* Heads per work-item: the largest divisor of H up to MAXHG (whole rows of K and V). */
     int64_t hg = clf__tun(ctx, "attention.MAXHG");
     while (s->heads % hg)
         hg--;
+    /* A device that runs only so many loop iterations per work-item (llvmpipe silently skips
+     * those past 65535, see clf_context.loop_budget): each work-item's keys are capped so its
+     * loops stay within the budget, through the split-key path (partials, then the combine).
+     * Loop trips per tile of VW keys, counting every loop as if none were unrolled: transposed
+     * keys DH QB (scores) + QB NV (rescale) + VW NV QB (values); row kernel, per head, DH
+     * (scores) + NV (rescale) + DH (values), plus the tile loops themselves. */
+    const int64_t budget = ctx->loop_budget;
+    bool use_t = splits == 1 && clf__tun(ctx, "attention.KT");
+    if (budget > 0) {
+        const int64_t nv = s->dh / vw;
+        const int64_t tile_t = s->dh * qb64 + qb64 * nv + vw * nv * qb64 + 2 * qb64 + 2;
+        if (use_t && (s->nk + vw - 1) / vw * tile_t > budget) use_t = false;
+        int64_t tile_row = hg * (2 * s->dh + nv + 2 * vw) + 2;
+        if (!use_t && (s->nk + vw - 1) / vw * tile_row > budget) {
+            hg = 1; /* fewer splits with one head per work-item */
+            tile_row = 2 * s->dh + nv + 2 * vw + 2;
+            int64_t keys = budget / tile_row * vw;
+            if (keys < vw) keys = vw;
+            if (keys < split_keys || splits == 1) split_keys = keys;
+            splits = (s->nk + split_keys - 1) / split_keys;
+        }
+    }
+    if (use_t) return tiled_t(ctx, q, k, v, out, d, s, extra, vw, (size_t)qb64, bq);
     const size_t len = strlen(extra);
     snprintf(extra + len, sizeof(extra) - len, " -DHG=%lld", (long long)hg);
     cl_kernel kt, kc = NULL;
-    clf_status st = clf__kernel_ex(ctx, CLF_K_ATTENTION, extra, &kt);
+    size_t local[3] = {bq, 1, 1}, clocal[2] = {bq, 1};
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION, extra, 3, local, &kt);
     if (st == CLF_SUCCESS && splits > 1)
-        st = clf__kernel_ex(ctx, CLF_K_ATTENTION_COMBINE, extra, &kc);
+        st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, extra, 2, clocal, &kc);
     if (st != CLF_SUCCESS) return st;
     cl_mem part = out->mem;
     const size_t rows = (size_t)(s->batch * s->heads * s->nq);
@@ -200,17 +220,17 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
         sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int), &causal, sizeof(cl_long),
         &coff, sizeof(cl_int), &c_splits, sizeof(cl_int), &c_split_keys, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global[3] = {clf__round_up((size_t)s->nq, bq), (size_t)(s->batch * s->heads / hg),
+    size_t global[3] = {clf__round_up((size_t)s->nq, local[0]), (size_t)(s->batch * s->heads / hg),
                         (size_t)splits};
-    size_t local[3] = {bq, 1, 1};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION, kt, 3, global, local)) != CLF_SUCCESS) return st;
     if (splits == 1) return CLF_SUCCESS;
-    global[1] = (size_t)(s->batch * s->heads); /* the combine: one work-item per query and head */
+    /* The combine: one work-item per query and head. */
+    size_t cglobal[2] = {clf__round_up((size_t)s->nq, clocal[0]), (size_t)(s->batch * s->heads)};
     st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
                        &nq, sizeof(cl_int), &heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
                        &orow, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 2, global, local);
+    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 2, cglobal, clocal);
 }
 
 static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,

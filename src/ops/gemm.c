@@ -177,11 +177,12 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
     cl_kernel k;
-    if (st == CLF_SUCCESS) st = clf__kernel(ctx, CLF_K_LINEAR_ROWS, &k);
+    size_t local[2] = {(size_t)clf__tun(ctx, "elementwise.SK_LW"), 1};
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, NULL, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
     const int64_t chunk = clf__tun(ctx, "elementwise.SK_ROWS");
     const int64_t opi = clf__tun(ctx, "elementwise.SK_OPI");
-    const size_t lw = (size_t)clf__tun(ctx, "elementwise.SK_LW");
+    const size_t lw = local[0];
     cl_mem bm = bias ? bias->mem : w->mem;
     /* ReLU is free in the kernel's scalar epilogue; GELU's exp is not (PoCL: about 10x the
      * cost per element of the vectorized bias_act pass), so GELU runs as a second pass. */
@@ -191,7 +192,6 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     cl_int c_rows = (cl_int)rows;
     const size_t global[2] = {(size_t)((out + opi - 1) / opi) * lw,
                               (size_t)((rows + chunk - 1) / chunk)};
-    const size_t local[2] = {lw, 1};
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
                        &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
                        &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
@@ -288,7 +288,9 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          (long long)wp->shape[2], (long long)pw);
     if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    if ((st = clf__kernel(ctx, CLF_K_LINEAR_PACKED, &k)) != CLF_SUCCESS) return st;
+    size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
+    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, NULL, 2, local, &k)) != CLF_SUCCESS)
+        return st;
     const int64_t R = clf__tun(ctx, "elementwise.PK_R");
     cl_mem bm = bias ? bias->mem : wp->mem;
     cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
@@ -298,7 +300,6 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                        &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
                        &c_out, (size_t)0);
     const size_t global[2] = {(size_t)((out + pw - 1) / pw), (size_t)((rows + R - 1) / R)};
-    const size_t local[2] = {1, 1};
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_PACKED, k, 2, global, local);
     return st;
 }
