@@ -61,7 +61,11 @@ inline float clf_hmax8(float8 v) {
     return clf_hmax4(fmax(v.lo, v.hi));
 }
 inline float clf_hmax16(float16 v) {
-    return clf_hmax8(fmax(v.lo, v.hi));
+    /* fmax's NaN rule (a NaN loses) as a plain select: Oclgrind 21.10's uninitialized-value
+     * check wrongly flags fmax(float8, float8) on the halves of a float16 ("Controlflow depends
+     * on uninitialized value"), the same code through a select it reads right. */
+    const float8 a = v.lo, b = v.hi;
+    return clf_hmax8((isgreater(a, b) | isnan(b)) ? a : b);
 }
 
 #define CLF_IOTA1  (0)

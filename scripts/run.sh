@@ -4,6 +4,9 @@
 #   scripts/run.sh test    install what is missing, build, run the whole test suite
 # Environment: BUILD_DIR (default build), CI=true (warnings are errors, a missing OpenCL device
 # fails), CLF_DEVICE (device spec), CLF_SANITIZE=1 (ASan + UBSan build).
+# CLF_DEVICE picks the implementation the tests run on: pthread (PoCL), rusticl (Mesa's rusticl
+# on llvmpipe; RUSTICL_ENABLE=llvmpipe is set for it), oclgrind (the Oclgrind label: the
+# simulator's race, API and uninitialized-value checks on a subset), or any other spec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +20,7 @@ bench | test) ;;
 esac
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
-    pocl-opencl-icd libcmocka-dev libcjson-dev clinfo python3-pip)
+    pocl-opencl-icd mesa-opencl-icd oclgrind libcmocka-dev libcjson-dev clinfo python3-pip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -50,12 +53,24 @@ fi
 # PoCL's kernel cache and clformer's program cache live in the build folder.
 export POCL_CACHE_DIR="$PWD/$build/pocl-cache"
 export XDG_CACHE_HOME="$PWD/$build/cache"
+# Mesa's rusticl lists llvmpipe only when asked to.
+case "$(echo "${CLF_DEVICE:-}" | tr '[:upper:]' '[:lower:]')" in
+*rusticl* | *llvmpipe*) export RUSTICL_ENABLE="${RUSTICL_ENABLE:-llvmpipe}" ;;
+esac
+oclgrind=0
+case "$(echo "${CLF_DEVICE:-}" | tr '[:upper:]' '[:lower:]')" in
+*oclgrind*) oclgrind=1 ;;
+esac
 
 if [ "$mode" = bench ]; then
     exec "$build/tools/clformer-bench" --quick --json "$build/bench.json"
 fi
 cd "$build"
-[ "$sanitize" = ON ] || exec ctest --output-on-failure -j1
+if [ "$oclgrind" = 1 ]; then
+    [ "$sanitize" = ON ] && { echo "run.sh: the Oclgrind label is not part of the sanitizer build" >&2; exit 2; }
+    exec ctest --output-on-failure -j1 -L oclgrind
+fi
+[ "$sanitize" = ON ] || exec ctest --output-on-failure -j1 -LE oclgrind
 
 # LeakSanitizer's own stop-the-world tracer sometimes crashes at exit ("Tracer caught signal 11",
 # "LeakSanitizer has encountered a fatal error") after every test in the program has passed: a
@@ -63,7 +78,7 @@ cd "$build"
 # failed only that way run once more; any other failure (an ASan/UBSan/leak report, a failed
 # assertion, a timeout) stands.
 log=$(mktemp)
-if ctest --output-on-failure -j1 2>&1 | tee "$log"; then
+if ctest --output-on-failure -j1 -LE oclgrind 2>&1 | tee "$log"; then
     rm -f "$log"
     exit 0
 fi
@@ -73,7 +88,7 @@ if [ "$failed" -gt 0 ] && [ "$failed" = "$tracer" ] &&
     ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error|\[  FAILED  \]' "$log"; then
     echo "run.sh: LeakSanitizer's tracer crashed after $failed passing test program(s); running them once more" >&2
     rm -f "$log"
-    exec ctest --rerun-failed --output-on-failure -j1
+    exec ctest --rerun-failed --output-on-failure -j1 -LE oclgrind
 fi
 rm -f "$log"
 exit 1

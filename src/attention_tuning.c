@@ -209,7 +209,9 @@ static clf_status save_tiles(clf_context *ctx, const clf_attention_tune_result *
 /* One head size: coordinate descent over QB, then BQ, from the pair in force. */
 static clf_status tune_dim(clf_context *ctx, const clf_tune_params *par, int64_t dh, double t_end,
                            clf_attention_tune_entry *e, int *tried) {
-    att_bench b = {.ctx = ctx, .n = 2048, .heads = 8, .dh = dh};
+    /* N 2048; 256 on llvmpipe (a loop budget: keys split into many small launches), where one
+     * call at 2048 takes seconds and a 3 s budget would run for minutes. */
+    att_bench b = {.ctx = ctx, .n = ctx->loop_budget > 0 ? 256 : 2048, .heads = 8, .dh = dh};
     const int64_t hd = b.heads * dh;
     const int64_t qs[3] = {1, b.n, 3 * hd}, os[3] = {1, b.n, hd};
     b.count = (size_t)(b.n * hd);

@@ -244,13 +244,17 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
 
     /* The default and the type words never pick a simulator (Oclgrind): only a spec that names
      * it (by index, platform:device or name) does. */
-    if (len == 0) { /* default: first GPU, else first CPU, else first accelerator, else any */
+    /* Default: first GPU, else first CPU, else first accelerator, else any other; within a
+     * type, llvmpipe (a software rasterizer with a loop limit, slower than PoCL) comes last. */
+    if (len == 0) {
         static const clf_device_type order[] = {CLF_DEVICE_GPU, CLF_DEVICE_CPU,
                                                 CLF_DEVICE_ACCELERATOR, CLF_DEVICE_OTHER};
         for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
-            for (uint32_t i = 0; i < n; i++)
-                if (list[i].type == order[o] && !list[i].is_simulator)
-                    return *index = i, CLF_SUCCESS;
+            for (int soft = 0; soft < 2; soft++)
+                for (uint32_t i = 0; i < n; i++)
+                    if (list[i].type == order[o] && !list[i].is_simulator &&
+                        (clf__device_loop_budget(&list[i]) > 0) == (soft == 1))
+                        return *index = i, CLF_SUCCESS;
         return CLF_ERROR_NO_DEVICE;
     }
     static const struct {

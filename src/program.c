@@ -15,8 +15,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CLF_CACHE_FORMAT "clformer-program-cache-1"
-static const char cache_magic[8] = {'C', 'L', 'F', 'P', 'R', 'G', '1', '\0'};
+#define CLF_CACHE_FORMAT "clformer-program-cache-2"
+/* File: magic, key (2 x u64), size (u64), FNV-1a of the binary (u64), the binary. The checksum
+ * matters: rusticl accepts a corrupted binary in clCreateProgramWithBinary and clBuildProgram
+ * and only fails at clCreateKernel. */
+static const char cache_magic[8] = {'C', 'L', 'F', 'P', 'R', 'G', '2', '\0'};
+
+static uint64_t fnv1a_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
 
 /* FNV-1a over a string, continuing from h. */
 static uint64_t fnv1a(uint64_t h, const char *s) {
@@ -108,13 +120,15 @@ static unsigned char *disk_load(const clf_context *ctx, const uint64_t key[2], s
     if (!f) return NULL;
     unsigned char *bin = NULL;
     char magic[8];
-    uint64_t k[2], n;
+    uint64_t k[2], n, sum;
     if (fread(magic, 1, 8, f) != 8 || memcmp(magic, cache_magic, 8) != 0) goto fail;
     if (fread(k, sizeof(uint64_t), 2, f) != 2 || k[0] != key[0] || k[1] != key[1]) goto fail;
     if (fread(&n, sizeof(n), 1, f) != 1 || n == 0 || n > ((uint64_t)1 << 31)) goto fail;
+    if (fread(&sum, sizeof(sum), 1, f) != 1) goto fail;
     bin = malloc((size_t)n);
     if (!bin || fread(bin, 1, (size_t)n, f) != n) goto fail;
-    if (fgetc(f) != EOF) goto fail; /* trailing bytes: not our file */
+    if (fgetc(f) != EOF) goto fail;                    /* trailing bytes: not our file */
+    if (fnv1a_bytes(bin, (size_t)n) != sum) goto fail; /* corrupted */
     fclose(f);
     *size = (size_t)n;
     return bin;
@@ -138,9 +152,10 @@ static void disk_store(const clf_context *ctx, const uint64_t key[2], const unsi
     sprintf(tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) goto done;
-    uint64_t n = size;
+    uint64_t n = size, sum = fnv1a_bytes(bin, size);
     bool ok = fwrite(cache_magic, 1, 8, f) == 8 && fwrite(key, sizeof(uint64_t), 2, f) == 2 &&
-              fwrite(&n, sizeof(n), 1, f) == 1 && fwrite(bin, 1, size, f) == size;
+              fwrite(&n, sizeof(n), 1, f) == 1 && fwrite(&sum, sizeof(sum), 1, f) == 1 &&
+              fwrite(bin, 1, size, f) == size;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) remove(tmp);
 done:
@@ -175,7 +190,11 @@ static cl_program try_binary(clf_context *ctx, const uint64_t key[2], const char
         if (prog) clReleaseProgram(prog);
         return NULL;
     }
-    if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
+    /* A binary the driver builds but holds no kernels is no executable (seen on rusticl). */
+    size_t nk = 0;
+    if (clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof(nk), &nk, NULL) != CL_SUCCESS ||
+        nk == 0) {
         clReleaseProgram(prog);
         return NULL;
     }

@@ -29,7 +29,11 @@ extern void (*harness_before_teardown)(void);
 /* 1 when $CI is set (and not "0" or "false"): missing devices and data fail instead of skip. */
 int harness_in_ci(void);
 
-/* Runs a cmocka group with the shared context; returns the exit status. */
+/* 1 when the shared context runs on a simulator (Oclgrind). */
+int harness_on_simulator(void);
+
+/* Runs a cmocka group with the shared context; returns the exit status. CLF_TEST_ONLY (names,
+ * comma-separated) runs only those tests. */
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count);
 #define HARNESS_RUN(name, tests) harness_run(name, tests, sizeof(tests) / sizeof(tests[0]))
 
@@ -69,7 +73,8 @@ float *tensor_to_host(const clf_tensor *t);
 void check_close(const char *what, const float *got, const double *want, int64_t n, double atol,
                  double rtol);
 
-/* Sets program tunables on g_ctx: "<prog>.VW", "<prog>.WG" and, if rpg > 0, "<prog>.RPG". */
+/* Sets program tunables on g_ctx: "<prog>.VW", "<prog>.WG" and, if rpg > 0, "<prog>.RPG"
+ * ($CLF_TEST_MAX_VW caps VW). */
 void use_tunables(const char *prog, int64_t vw, int64_t wg, int64_t rpg);
 
 /* Runs body (a test's function) again with every kernel's work-group capped at 1, 3 and 32

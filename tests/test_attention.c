@@ -203,7 +203,9 @@ static void run_all(int naive) {
 static void use_attention_style(int s) {
     const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0},
                   kc[3] = {32, 16, 256}, hg[3] = {8, 1, 2};
-    CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", maxvw[s]));
+    const char *cap = getenv("CLF_TEST_MAX_VW"); /* see use_tunables */
+    const int64_t vw = cap && atoi(cap) > 0 && maxvw[s] > atoi(cap) ? atoi(cap) : maxvw[s];
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", vw));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BQ", bq[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.QB", qb[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));

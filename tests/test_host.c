@@ -105,6 +105,11 @@ static void test_device_match_simulator(void **state) {
     uint32_t idx = 99;
     assert_int_equal(clf__device_match(list, 3, NULL, &idx), CLF_SUCCESS);
     assert_int_equal(idx, 1); /* not the simulator's "GPU": the first CPU */
+    clf_device_info soft_first[2] = {list[2], list[1]};
+    assert_int_equal(clf__device_match(soft_first, 2, NULL, &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 1); /* PoCL before llvmpipe, whatever the platform order */
+    assert_int_equal(clf__device_match(soft_first, 1, "cpu", &idx), CLF_SUCCESS);
+    assert_int_equal(idx, 0); /* llvmpipe alone: it is a CPU device */
     assert_int_equal(clf__device_match(list, 3, "gpu", &idx), CLF_ERROR_NO_DEVICE);
     assert_int_equal(clf__device_match(list, 3, "cpu", &idx), CLF_SUCCESS);
     assert_int_equal(idx, 1);

@@ -150,7 +150,7 @@ static void test_bad_input(void **state) {
  * loop budget as llvmpipe's, scaled down. */
 static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_shapes, state);
-    harness_under_loop_budget(test_shapes, state, 300);
+    harness_under_loop_budget(test_shapes, state, 2000);
 }
 
 int main(void) {

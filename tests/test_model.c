@@ -518,6 +518,14 @@ static void *thread_main(void *arg) {
 
 static void test_two_threads(void **state) {
     (void)state;
+    if (harness_on_simulator()) {
+        /* Oclgrind 21.10 gives wrong results when two threads run kernels in two contexts of
+         * their own, even in plain OpenCL with no clformer (the closing note of the portability
+         * issue has a 40-line reproducer); PoCL and rusticl run this test. */
+        fprintf(stderr,
+                "test_two_threads: skipped on Oclgrind (not thread-safe across contexts)\n");
+        skip();
+    }
     open_fixtures();
     pthread_t th[2];
     thread_job jobs[2];

@@ -356,14 +356,27 @@ int main(int argc, char **argv) {
             fprintf(stderr, "clformer-bench: no OpenCL device found\n");
             rc = 1;
         }
+        clf_device_info *infos = n ? calloc(n, sizeof(*infos)) : NULL;
+        if (n && (!infos || clf_device_list(infos, n, &n) != CLF_SUCCESS)) {
+            fprintf(stderr, "clformer-bench: cannot list the OpenCL devices\n");
+            rc = 1;
+            n = 0;
+        }
         for (uint32_t d = 0; d < n; d++) {
             char spec[16], bj[1024], bc[1024], bs[1024];
             snprintf(spec, sizeof(spec), "%u", d);
+            if (infos[d].is_simulator) { /* timings of a simulator say nothing */
+                printf(
+                    "%s== device %u (%s): left out, a simulator (bench it with --device %u) ==\n",
+                    d ? "\n" : "", d, infos[d].name, d);
+                continue;
+            }
             printf("%s== device %u ==\n", d ? "\n" : "", d);
             rc |= run_device(&c, spec, indexed(c.json, (int)d, n > 1, bj, sizeof(bj)),
                              indexed(c.csv, (int)d, n > 1, bc, sizeof(bc)),
                              indexed(c.svg, (int)d, n > 1, bs, sizeof(bs)));
         }
+        free(infos);
     }
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
