@@ -41,8 +41,13 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     ctx->tunables = calloc(clf__tunable_count, sizeof(int64_t));
     ctx->tunable_set = calloc(clf__tunable_count, 1);
     if (!ctx->error || !ctx->tunables || !ctx->tunable_set) return CLF_ERROR_OUT_OF_MEMORY;
+    /* llvmpipe is a CPU device that runs 8 work-items per SIMD instruction (one per lane), so
+     * PoCL's habits (one work-item per group, wide vectors per work-item) leave 7 lanes idle:
+     * it takes the tunables of "other" devices (groups of 16-64, float4). test_minilm on
+     * rusticl: over 900 s with the CPU column, see the portability notes in the README. */
+    const clf_device_type style = ctx->loop_budget > 0 ? CLF_DEVICE_OTHER : ctx->info.type;
     for (size_t i = 0; i < clf__tunable_count; i++)
-        ctx->tunables[i] = clf__tunable_default(&clf__tunable_defs[i], ctx->info.type);
+        ctx->tunables[i] = clf__tunable_default(&clf__tunable_defs[i], style);
     ctx->disk_cache = p->disk_cache;
     if (p->disk_cache) {
         ctx->cache_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();

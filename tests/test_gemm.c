@@ -204,12 +204,18 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
 
 /* The linear_rows kernel (few rows when decoding; every size on CPUs): every tunable style, row
  * counts around its block size and past several groups of blocks, awkward widths. */
-static void test_linear_rows_kernel(void **state) {
-    (void)state;
-    rng_seed(55);
+typedef struct linear_shapes {
+    int64_t rows[6], ins[2], outs[2];
+    size_t n_rows;
+} linear_shapes;
+static const linear_shapes k_linear_shapes = {{1, 3, 4, 5, 16, 67}, {77, 515}, {1, 203}, 6};
+/* Simulator-sized (Oclgrind): still partial row blocks, panels and vectors. */
+static const linear_shapes k_linear_small = {{1, 5, 9}, {7, 37}, {1, 19}, 3};
+
+static void linear_rows_styles(const linear_shapes *sh) {
     /* ROWS OPI LW VW GM; style 0 is the device's defaults */
     const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
-    const int64_t rows[] = {1, 3, 4, 5, 16, 67}, ins[] = {77, 515}, outs[] = {1, 203};
+    const int64_t *rows = sh->rows, *ins = sh->ins, *outs = sh->outs;
     const char *names[] = {"elementwise.SK_ROWS", "elementwise.SK_OPI", "elementwise.SK_LW",
                            "elementwise.VW", "elementwise.SK_GM"};
     int64_t defaults[5], skinny;
@@ -221,7 +227,7 @@ static void test_linear_rows_kernel(void **state) {
         if (st > 0)
             for (int i = 0; i < 5; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
-        for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+        for (size_t r = 0; r < sh->n_rows; r++)
             for (size_t i = 0; i < 2; i++)
                 for (size_t o = 0; o < 2; o++)
                     linear_case(1, rows[r], ins[i], outs[o]);
@@ -231,17 +237,21 @@ static void test_linear_rows_kernel(void **state) {
     CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.SKINNY_MAX", skinny));
 }
 
+static void test_linear_rows_kernel(void **state) {
+    (void)state;
+    rng_seed(55);
+    linear_rows_styles(&k_linear_shapes);
+}
+
 /* Packed weights (clf__linear_pack + linear_packed, the CPU path of the model layers): every
  * style of tunables, partial row blocks and panels, every activation; a packing made under other
  * tunables is refused. */
-static void test_linear_packed(void **state) {
-    (void)state;
-    rng_seed(56);
+static void linear_packed_styles(const linear_shapes *sh) {
     /* R NV VW GM; style 0 is the device's defaults */
     const int64_t styles[3][4] = {{0, 0, 0, 0}, {3, 3, 4, 2}, {1, 1, 1, 1}};
     const char *names[] = {"elementwise.PK_R", "elementwise.PK_NV", "elementwise.VW",
                            "elementwise.PK_GM"};
-    const int64_t rows[] = {1, 7, 67}, ins[] = {77, 515}, outs[] = {1, 203};
+    const int64_t *rows = sh->rows, *ins = sh->ins, *outs = sh->outs;
     int64_t defaults[4];
     for (int i = 0; i < 4; i++)
         CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
@@ -250,12 +260,28 @@ static void test_linear_packed(void **state) {
         if (st > 0)
             for (int i = 0; i < 4; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
-        for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+        for (size_t r = 0; r < sh->n_rows; r++)
             for (size_t i = 0; i < 2; i++)
                 for (size_t o = 0; o < 2; o++)
                     linear_case(1, rows[r], ins[i], outs[o]);
     }
     g_packed = 0;
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+}
+
+static void test_linear_packed(void **state) {
+    (void)state;
+    rng_seed(56);
+    linear_packed_styles(&k_linear_shapes);
+    const char *names[] = {"elementwise.PK_R", "elementwise.PK_NV", "elementwise.VW",
+                           "elementwise.PK_GM"};
+    const int64_t style2[4] = {1, 1, 1, 1};
+    int64_t defaults[4];
+    for (int i = 0; i < 4; i++) {
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], style2[i]));
+    }
     /* packed under style 2 (panels of 1), used under the defaults: refused, y untouched */
     int64_t ws[2] = {9, 5}, xs[2] = {4, 5}, ys[2] = {4, 9};
     clf_tensor *w = tensor_poisoned(CLF_F32, 2, ws), *x = tensor_poisoned(CLF_F32, 2, xs);
@@ -334,6 +360,18 @@ static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_linear_packed, state);
 }
 
+/* The same kernels at simulator-sized shapes, also under the caps (the Oclgrind label). */
+static void test_linear_small(void **state) {
+    (void)state;
+    rng_seed(57);
+    linear_rows_styles(&k_linear_small);
+    linear_packed_styles(&k_linear_small);
+}
+
+static void test_linear_small_caps(void **state) {
+    harness_under_wg_caps(test_linear_small, state);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),
@@ -343,6 +381,8 @@ int main(void) {
         cmocka_unit_test(test_linear_rows_kernel),
         cmocka_unit_test(test_linear_packed),
         cmocka_unit_test(test_wg_caps),
+        cmocka_unit_test(test_linear_small),
+        cmocka_unit_test(test_linear_small_caps),
     };
     return HARNESS_RUN("gemm", tests);
 }
