@@ -250,6 +250,20 @@ static void test_split_decode(void **state) {
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
 }
 
+/* Long key sequences with the device's default tunables, prefill and decoding: on llvmpipe a
+ * work-item looping over all 1500 keys passes its 65535-iteration limit (the outputs were wrong
+ * from 1024 keys before the loop budget), so the keys must be split there. */
+static void test_long_keys(void **state) {
+    (void)state;
+    rng_seed(64);
+    const acase cases[] = {
+        {1, 2, 5, 1500, 64, 1500, 0, 0, 1, 1495, 1, 0},
+        {1, 2, 1, 1500, 64, 1500, 0, 1, 0, 0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i], 0);
+}
+
 /* Scores of +-1e4 after scaling: no NaN, no Inf, still within the stated bound. */
 static void test_extreme_logits(void **state) {
     (void)state;
@@ -413,7 +427,7 @@ int main(void) {
         cmocka_unit_test(test_split_decode),  cmocka_unit_test(test_extreme_logits),
         cmocka_unit_test(test_rising_scores), cmocka_unit_test(test_naive_weights),
         cmocka_unit_test(test_bad_input),     cmocka_unit_test(test_wg_caps),
-        cmocka_unit_test(test_loop_budget),
+        cmocka_unit_test(test_loop_budget),   cmocka_unit_test(test_long_keys),
     };
     return HARNESS_RUN("attention", tests);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +130,13 @@ static int check_writable(const char *path) {
     }
     fclose(f);
     return 0;
+}
+
+/* With --all-devices on several devices the records go to indexed files: the empty file that
+ * check_writable left under the plain name goes. */
+static void remove_if_empty(const char *path) {
+    struct stat sb;
+    if (path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) remove(path);
 }
 
 /* Measures cold and warm start in a child process whose PoCL kernel cache and clformer program
@@ -377,6 +385,11 @@ int main(int argc, char **argv) {
                              indexed(c.svg, (int)d, n > 1, bs, sizeof(bs)));
         }
         free(infos);
+        if (n > 1) {
+            remove_if_empty(c.json);
+            remove_if_empty(c.csv);
+            remove_if_empty(c.svg);
+        }
     }
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
