@@ -233,6 +233,11 @@ void clf__wg_cap_set(clf_context *ctx, size_t cap);
 /* Row kernels on a device with a loop budget: the power-of-two work-items per row (at least
  * wg) that keep `passes` passes over a row of n floats in vectors of vw within the budget. */
 size_t clf__row_wg_for_budget(const clf_context *ctx, int64_t n, int64_t vw, int passes, size_t wg);
+/* A row kernel of three passes over rows of n floats (softmax_rows, layernorm_rows), its local
+ * size (WG work-items per row, RPG rows) requested by "<program>.WG/.RPG", raised for the loop
+ * budget, fitted to the device, and checked against the budget. */
+clf_status clf__row_kernel(clf_context *ctx, clf_kernel_id id, int64_t n, cl_kernel *out,
+                           size_t local[2]);
 /* Fails (CLF_ERROR_UNSUPPORTED, naming the kernel) when a work-item's `iters` loop iterations
  * exceed the device's loop budget. */
 clf_status clf__check_loops(clf_context *ctx, clf_kernel_id id, int64_t iters);

@@ -40,6 +40,13 @@ static clf_kernel_entry *find_entry(clf_context *ctx, clf_kernel_id id, const ch
     return NULL;
 }
 
+static size_t floor_pow2(size_t v) {
+    size_t p = 1;
+    while (p * 2 <= v)
+        p *= 2;
+    return p;
+}
+
 static size_t product(const size_t *local, cl_uint dims) {
     size_t p = 1;
     for (cl_uint d = 0; d < dims; d++)
@@ -61,10 +68,7 @@ bool clf__wg_shrink(size_t *local, const unsigned char *pow2, cl_uint dims, size
         if (v >= local[big]) v = local[big] - 1;
         if (v < 1) v = 1;
         if (pow2[big]) {
-            size_t p = 1;
-            while (p * 2 <= v)
-                p *= 2;
-            v = p;
+            v = floor_pow2(v);
         } else if (multiple > 1 && v >= multiple) {
             v -= v % multiple;
         }
@@ -105,13 +109,7 @@ clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra
     if (ctx->wg_cap && ctx->wg_cap < limit) limit = ctx->wg_cap;
     for (cl_uint d = 0; d < 3; d++)
         if (ctx->max_item[d] && fit[d] > ctx->max_item[d]) {
-            fit[d] = ctx->max_item[d];
-            if (def->wg_pow2[d] && (fit[d] & (fit[d] - 1))) {
-                size_t p = 1;
-                while (p * 2 <= fit[d])
-                    p *= 2;
-                fit[d] = p;
-            }
+            fit[d] = def->wg_pow2[d] ? floor_pow2(ctx->max_item[d]) : ctx->max_item[d];
         }
     clf__wg_shrink(fit, def->wg_pow2, 3, limit, 1);
     for (int attempt = 0;; attempt++) {
@@ -197,6 +195,23 @@ size_t clf__row_wg_for_budget(const clf_context *ctx, int64_t n, int64_t vw, int
            passes * ((n + vw * (int64_t)wg - 1) / (vw * (int64_t)wg)) > room)
         wg *= 2;
     return wg;
+}
+
+clf_status clf__row_kernel(clf_context *ctx, clf_kernel_id id, int64_t n, cl_kernel *out,
+                           size_t local[2]) {
+    const char *prog = clf__prog_names[clf__kernel_defs[id].prog];
+    char name[64];
+    snprintf(name, sizeof(name), "%s.VW", prog);
+    const int64_t vw = clf__tun(ctx, name);
+    snprintf(name, sizeof(name), "%s.WG", prog);
+    local[0] = (size_t)clf__tun(ctx, name);
+    snprintf(name, sizeof(name), "%s.RPG", prog);
+    local[1] = (size_t)clf__tun(ctx, name);
+    local[0] = clf__row_wg_for_budget(ctx, n, vw, 3, local[0]); /* llvmpipe: long rows */
+    clf_status st = clf__kernel_fit(ctx, id, NULL, 2, local, out);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t per = vw * (int64_t)local[0];
+    return clf__check_loops(ctx, id, 3 * ((n + per - 1) / per) + 3 * vw);
 }
 
 clf_status clf__check_loops(clf_context *ctx, clf_kernel_id id, int64_t iters) {

@@ -34,13 +34,8 @@ clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const clf_tensor
     if ((st = clf__check_int(ctx, n, "layernorm row length")) != CLF_SUCCESS) return st;
 
     cl_kernel k;
-    const int64_t vw = clf__tun(ctx, "layernorm.VW");
-    size_t local[2] = {(size_t)clf__tun(ctx, "layernorm.WG"),
-                       (size_t)clf__tun(ctx, "layernorm.RPG")};
-    local[0] = clf__row_wg_for_budget(ctx, n, vw, 3, local[0]); /* llvmpipe: long rows */
-    if ((st = clf__kernel_fit(ctx, CLF_K_LAYERNORM, NULL, 2, local, &k)) != CLF_SUCCESS) return st;
-    const int64_t trips = 3 * ((n + vw * (int64_t)local[0] - 1) / (vw * (int64_t)local[0]));
-    if ((st = clf__check_loops(ctx, CLF_K_LAYERNORM, trips + 3 * vw)) != CLF_SUCCESS) return st;
+    size_t local[2];
+    if ((st = clf__row_kernel(ctx, CLF_K_LAYERNORM, n, &k, local)) != CLF_SUCCESS) return st;
     const int64_t rows = x->numel / n;
     cl_mem res = residual ? residual->mem : x->mem;
     cl_int has_res = residual ? 1 : 0, c_n = (cl_int)n;

@@ -42,12 +42,8 @@ clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
         }
     }
     cl_kernel k;
-    const int64_t vw = clf__tun(ctx, "softmax.VW");
-    size_t local[2] = {(size_t)clf__tun(ctx, "softmax.WG"), (size_t)clf__tun(ctx, "softmax.RPG")};
-    local[0] = clf__row_wg_for_budget(ctx, n, vw, 3, local[0]); /* llvmpipe: long rows */
-    if ((st = clf__kernel_fit(ctx, CLF_K_SOFTMAX, NULL, 2, local, &k)) != CLF_SUCCESS) return st;
-    const int64_t trips = 3 * ((n + vw * (int64_t)local[0] - 1) / (vw * (int64_t)local[0]));
-    if ((st = clf__check_loops(ctx, CLF_K_SOFTMAX, trips + 3 * vw)) != CLF_SUCCESS) return st;
+    size_t local[2];
+    if ((st = clf__row_kernel(ctx, CLF_K_SOFTMAX, n, &k, local)) != CLF_SUCCESS) return st;
     cl_long c_rows = rows, c_rpb = rows / batch, c_off = offset;
     cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = lens_mode, c_causal = causal;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem, sizeof(cl_long),
