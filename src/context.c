@@ -57,8 +57,11 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
         ctx->kernel_dir = strdup(p->kernel_dir);
         if (!ctx->kernel_dir) return CLF_ERROR_OUT_OF_MEMORY;
     }
-    ctx->gemm_tuning_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
-    snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "clblast");
+    ctx->tuning = calloc(1, sizeof(*ctx->tuning));
+    if (!ctx->tuning) return CLF_ERROR_OUT_OF_MEMORY;
+    ctx->tuning->dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
+    snprintf(ctx->tuning->gemm_source, sizeof(ctx->tuning->gemm_source), "clblast");
+    clf__gemm_tuning_register(ctx);
     if (p->gemm_tuning) clf__gemm_tuning_init(ctx);
     clf__attention_tuning_init(ctx);
     return CLF_SUCCESS;
@@ -186,7 +189,8 @@ void clf_context_free(clf_context *ctx) {
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
     free(ctx->cache_dir);
-    free(ctx->gemm_tuning_dir);
+    if (ctx->tuning) free(ctx->tuning->dir);
+    free(ctx->tuning);
     free(ctx->kernel_dir);
     free(ctx->tunables);
     free(ctx->tunable_set);
@@ -315,14 +319,4 @@ clf_status clf__scratch(clf_context *ctx, size_t bytes, cl_mem *out) {
     ctx->scratch_bytes = bytes;
     *out = m;
     return CLF_SUCCESS;
-}
-
-void clf__fault_set(clf_context *ctx, clf_fault_kind kind, int64_t after) {
-    ctx->fault_at[kind] = after;
-    ctx->fault_seen[kind] = 0;
-}
-
-bool clf__fault(clf_context *ctx, clf_fault_kind kind) {
-    if (ctx->fault_at[kind] < 0) return false;
-    return ctx->fault_seen[kind]++ == ctx->fault_at[kind];
 }

@@ -82,11 +82,33 @@ extern const clf_tunable_def clf__tunable_defs[];
 extern const size_t clf__tunable_count;
 
 /* Attention tiles (attention.QB, attention.BQ) for one head size, from an attention tuning file
- * (see attention_tuning.c). */
+ * (see tuning/attention_tiles.c). */
 #define CLF_ATT_TILES_MAX 16
 typedef struct clf_att_tile {
     int64_t head_dim, qb, bq;
 } clf_att_tile;
+
+/* What the tuning files gave a context (src/tuning/), read by the ops; the searches in src/search/
+ * update it after a tune. Owned by the context. */
+#define CLF_GEMM_TUNING_KIND  "gemm-tuning"
+#define CLF_ATT_TUNING_KIND   "attention-tuning"
+#define CLF_ATT_TUNING_FORMAT "clformer-attention-tuning-1"
+/* CLBlast's GEMM parameters for one device (see tuning/gemm_params.h). */
+typedef struct clf_gemm_params {
+    bool has_xgemm, has_direct, has_routine;
+    size_t xgemm[16];
+    size_t direct[10];
+    size_t min_indirect; /* GemmRoutine's XGEMM_MIN_INDIRECT_SIZE */
+} clf_gemm_params;
+typedef struct clf_tuning {
+    uint64_t id;          /* process-unique, for the CLBlast lock (clf__gemm_lock) */
+    clf_gemm_params gemm; /* this context's GEMM parameters (none: CLBlast's database) */
+    char *dir; /* owned; the tuning folder (the cache folder, even if the disk cache is off) */
+    clf_att_tile att_tiles[CLF_ATT_TILES_MAX]; /* attention tiles per head size */
+    int n_att_tiles;
+    char att_source[600];  /* see clf_attention_tuning_source() */
+    char gemm_source[600]; /* see clf_gemm_tuning_source() */
+} clf_tuning;
 
 /* Index of a tunable by full name, or -1. */
 int clf__tunable_find(const char *name);
@@ -168,13 +190,9 @@ struct clf_context {
 
     clf_kernel_entry *kernels; /* library kernels created so far, per (kernel, variant) */
     size_t n_kernels, cap_kernels;
-    int64_t *tunables;          /* [clf__tunable_count] values in force */
-    unsigned char *tunable_set; /* [clf__tunable_count] 1: set by clf_context_set_tunable */
-    clf_att_tile att_tiles[CLF_ATT_TILES_MAX]; /* attention tiles per head size (tuning file) */
-    int n_att_tiles;
-    char att_source[600];              /* see clf_attention_tuning_source() */
-    char gemm_source[600];             /* see clf_gemm_tuning_source() */
-    char *gemm_tuning_dir;             /* owned; the cache folder, even if disk_cache is off */
+    int64_t *tunables;                 /* [clf__tunable_count] values in force */
+    unsigned char *tunable_set;        /* [clf__tunable_count] 1: set by clf_context_set_tunable */
+    clf_tuning *tuning;                /* owned: tuning files read at creation (src/tuning/) */
     int64_t fault_at[CLF_FAULT_KINDS]; /* see clf__fault_set; -1: off */
     int64_t fault_seen[CLF_FAULT_KINDS];
     uint64_t launches;  /* kernels and CLBlast calls queued so far (for reports) */
@@ -258,6 +276,13 @@ clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a
  * malformed file leaves a warning in ctx->error. */
 void clf__gemm_tuning_init(clf_context *ctx);
+/* Gives the context its id for the CLBlast lock; before clf__gemm_tuning_init. */
+void clf__gemm_tuning_register(clf_context *ctx);
+/* Every CLBlast call runs between these: takes the process-wide CLBlast lock and re-applies this
+ * context's GEMM parameters to its device when another context changed them (CLBlast keeps them
+ * per device for the whole process). On failure the lock is not held. */
+clf_status clf__gemm_lock(clf_context *ctx);
+void clf__gemm_unlock(void);
 /* Linear layers with weights packed once (CPUs, elementwise.PACK): w (out, in) into panels of
  * elementwise.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
@@ -269,7 +294,7 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
                                   size_t err_size);
-/* Tuning files: <cache>/<kind>/<hash of the device>.json, NULL without a cache folder
+/* Tuning files: <tuning dir>/<kind>/<hash of the device>.json, NULL without a tuning folder
  * (malloc'ed). */
 char *clf__tuning_path(const clf_context *ctx, const char *kind);
 /* Adds the device's identity to root, writes it (consumed) atomically to this device's <kind>

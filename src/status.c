@@ -1,8 +1,10 @@
 /*
  * status.c — status codes: clf_strerror(), OpenCL error names, and the per-context detail
- * message that every failing call leaves behind.
+ * message that every failing call leaves behind, and CLBlast's statuses mapped onto them.
  */
 #include "internal.h"
+
+#include <clblast_c.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,4 +148,46 @@ clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what) {
 const char *clf_context_last_error(const clf_context *ctx) {
     if (!ctx || !ctx->error) return "";
     return ctx->error;
+}
+
+/* ---------------------------------------------------------------- CLBlast statuses */
+
+static const char *clblast_name(CLBlastStatusCode s) {
+    switch (s) {
+    case CLBlastNotImplemented:
+        return "not implemented";
+    case CLBlastInvalidMatrixA:
+    case CLBlastInvalidMatrixB:
+    case CLBlastInvalidMatrixC:
+        return "invalid matrix buffer";
+    case CLBlastInvalidDimension:
+        return "invalid dimension";
+    case CLBlastInvalidLeadDimA:
+    case CLBlastInvalidLeadDimB:
+    case CLBlastInvalidLeadDimC:
+        return "invalid leading dimension";
+    case CLBlastInsufficientMemoryA:
+    case CLBlastInsufficientMemoryB:
+    case CLBlastInsufficientMemoryC:
+        return "buffer too small";
+    case CLBlastInvalidBatchCount:
+        return "invalid batch count";
+    case CLBlastInvalidOverrideKernel:
+        return "invalid override kernel";
+    case CLBlastMissingOverrideParameter:
+        return "missing override parameter";
+    case CLBlastInvalidLocalMemUsage:
+        return "not enough local memory for these parameters";
+    case CLBlastDatabaseError:
+        return "no database entry";
+    default:
+        return "error";
+    }
+}
+
+clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what) {
+    if (code > -1000) /* an OpenCL error, passed through with its own value */
+        return clf__fail(ctx, code, "%s: CLBlast reported %s (%d)", what, clf_strerror(code), code);
+    return clf__fail(ctx, CLF_ERROR_CLBLAST, "%s: CLBlast %s (%d)", what,
+                     clblast_name((CLBlastStatusCode)code), code);
 }

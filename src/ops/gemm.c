@@ -8,46 +8,6 @@
 #include <clblast_c.h>
 #include <math.h>
 
-static const char *clblast_name(CLBlastStatusCode s) {
-    switch (s) {
-    case CLBlastNotImplemented:
-        return "not implemented";
-    case CLBlastInvalidMatrixA:
-    case CLBlastInvalidMatrixB:
-    case CLBlastInvalidMatrixC:
-        return "invalid matrix buffer";
-    case CLBlastInvalidDimension:
-        return "invalid dimension";
-    case CLBlastInvalidLeadDimA:
-    case CLBlastInvalidLeadDimB:
-    case CLBlastInvalidLeadDimC:
-        return "invalid leading dimension";
-    case CLBlastInsufficientMemoryA:
-    case CLBlastInsufficientMemoryB:
-    case CLBlastInsufficientMemoryC:
-        return "buffer too small";
-    case CLBlastInvalidBatchCount:
-        return "invalid batch count";
-    case CLBlastInvalidOverrideKernel:
-        return "invalid override kernel";
-    case CLBlastMissingOverrideParameter:
-        return "missing override parameter";
-    case CLBlastInvalidLocalMemUsage:
-        return "not enough local memory for these parameters";
-    case CLBlastDatabaseError:
-        return "no database entry";
-    default:
-        return "error";
-    }
-}
-
-clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what) {
-    if (code > -1000) /* an OpenCL error, passed through with its own value */
-        return clf__fail(ctx, code, "%s: CLBlast reported %s (%d)", what, clf_strerror(code), code);
-    return clf__fail(ctx, CLF_ERROR_CLBLAST, "%s: CLBlast %s (%d)", what,
-                     clblast_name((CLBlastStatusCode)code), code);
-}
-
 /* Smallest number of elements a row-major matrix of `rows` x `cols` with row stride ld needs. */
 static bool span(int64_t rows, int64_t cols, int64_t ld, int64_t *out) {
     if (rows <= 0 || cols <= 0 || ld < cols) return false;
@@ -119,6 +79,8 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
     CLBlastStatusCode s;
     if (clf__fault(ctx, CLF_FAULT_ENQUEUE))
         return clf__cl_fail(ctx, CL_OUT_OF_RESOURCES, "CLBlastSgemm (injected fault)");
+    clf_status lst = clf__gemm_lock(ctx);
+    if (lst != CLF_SUCCESS) return lst;
     if (batch == 1)
         s = CLBlastSgemm(CLBlastLayoutRowMajor, tr(ta), tr(tb), (size_t)m, (size_t)n, (size_t)k,
                          alpha, a->mem, (size_t)a_offset, (size_t)lda, b->mem, (size_t)b_offset,
@@ -130,6 +92,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
             (size_t)a_offset, (size_t)lda, (size_t)a_stride, b->mem, (size_t)b_offset, (size_t)ldb,
             (size_t)b_stride, beta, c->mem, (size_t)c_offset, (size_t)ldc, (size_t)c_stride,
             (size_t)batch, &ctx->queue, ctx->profiling ? &ev : NULL);
+    clf__gemm_unlock();
     if (s != CLBlastSuccess) {
         if (ev) clReleaseEvent(ev);
         return clf__clblast_fail(ctx, s,

@@ -1,205 +1,16 @@
 /*
- * gemm_tuning.c — CLBlast's GEMM parameters for devices it does not know.
- *
- * CLBlast picks Xgemm (indirect, large products), XgemmDirect (small products) and the switch
- * point between them (GemmRoutine: XGEMM_MIN_INDIRECT_SIZE) from its database; PoCL's device
- * and many others are not in it, and its generic defaults run SGEMM at ~9% of a CPU's FMA peak.
- * At context creation we apply, in order of preference: this device's tuning file (written by
- * clf_gemm_tune), else a built-in set for its device type, else nothing. CLBlast keeps
- * overrides per device for the whole process (CLBlastOverrideParameters).
- *
- * Tuning file: <cache>/gemm-tuning/<hash of device name, vendor, driver, platform>.json
- *   {"format": "clformer-gemm-tuning-1", "device": ..., "driver": ...,
- *    "Xgemm": {16 parameters}, "XgemmDirect": {10 parameters},
- *    "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": n}, "gflops": ..., "small_gflops": ...}
+ * gemm_search.c — clf_gemm_tune: searches CLBlast's Xgemm and XgemmDirect parameters and the
+ * switch point between them on this device, applies the best and saves it as the device's GEMM
+ * tuning file (read back by tuning/gemm_params.c in later contexts).
  */
-#include "internal.h"
+#include "../tuning/gemm_params.h"
 
 #include <cjson/cJSON.h>
-#include <clblast_c.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-#define N_XGEMM       16
-#define N_DIRECT      10
-#define TUNING_FORMAT "clformer-gemm-tuning-1"
-
-static const char *const xgemm_names[N_XGEMM] = {"GEMMK", "KREG",  "KWG",   "KWI", "MDIMA", "MDIMC",
-                                                 "MWG",   "NDIMB", "NDIMC", "NWG", "SA",    "SB",
-                                                 "STRM",  "STRN",  "VWM",   "VWN"};
-enum { GEMMK, KREG, KWG, KWI, MDIMA, MDIMC, MWG, NDIMB, NDIMC, NWG, SA, SB, STRM, STRN, VWM, VWN };
-
-static const char *const direct_names[N_DIRECT] = {"KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD",
-                                                   "PADA", "PADB",   "VWMD",   "VWND",   "WGD"};
-enum { KWID, MDIMAD, MDIMCD, NDIMBD, NDIMCD, PADA, PADB, VWMD, VWND, WGD };
-
-typedef struct gemm_params {
-    bool has_xgemm, has_direct, has_routine;
-    size_t xgemm[N_XGEMM];
-    size_t direct[N_DIRECT];
-    size_t min_indirect;
-} gemm_params;
-
-/* Built-in values for CPUs (PoCL): the Xgemm set measured in ../shared/PERF.md (86 GFLOP/s at
- * 1024^3 on a Zen 4 core pair, vs ~30 with CLBlast's defaults). GPUs keep CLBlast's database. */
-static bool builtin_params(clf_device_type type, gemm_params *p) {
-    memset(p, 0, sizeof(*p));
-    if (type != CLF_DEVICE_CPU) return false;
-    const size_t x[N_XGEMM] = {0, 1, 32, 2, 8, 8, 64, 8, 8, 64, 1, 1, 0, 0, 4, 4};
-    memcpy(p->xgemm, x, sizeof(x));
-    p->has_xgemm = true;
-    return true;
-}
-
-static clf_status apply(clf_context *ctx, const gemm_params *p) {
-    CLBlastStatusCode s = CLBlastSuccess;
-    if (p->has_xgemm)
-        s = CLBlastOverrideParameters(ctx->device, "Xgemm", CLBlastPrecisionSingle, N_XGEMM,
-                                      (const char **)xgemm_names, p->xgemm);
-    if (s == CLBlastSuccess && p->has_direct)
-        s = CLBlastOverrideParameters(ctx->device, "XgemmDirect", CLBlastPrecisionSingle, N_DIRECT,
-                                      (const char **)direct_names, p->direct);
-    if (s == CLBlastSuccess && p->has_routine) {
-        const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
-        s = CLBlastOverrideParameters(ctx->device, "GemmRoutine", CLBlastPrecisionSingle, 1, names,
-                                      &p->min_indirect);
-    }
-    return s == CLBlastSuccess ? CLF_SUCCESS
-                               : clf__clblast_fail(ctx, s, "CLBlastOverrideParameters");
-}
-
-/* <cache>/<kind>/<hash>.json for this device; NULL without a cache folder. */
-char *clf__tuning_path(const clf_context *ctx, const char *kind) {
-    if (!ctx->gemm_tuning_dir) return NULL;
-    uint64_t key[2];
-    clf__cache_key(kind, "", &ctx->info, key);
-    size_t n = strlen(ctx->gemm_tuning_dir) + strlen(kind) + 48;
-    char *path = malloc(n);
-    if (path)
-        snprintf(path, n, "%s/%s/%016llx%016llx.json", ctx->gemm_tuning_dir, kind,
-                 (unsigned long long)key[0], (unsigned long long)key[1]);
-    return path;
-}
-
-static char *tuning_path(const clf_context *ctx) {
-    return clf__tuning_path(ctx, "gemm-tuning");
-}
-
-clf_status clf__tuning_save(clf_context *ctx, const char *kind, cJSON *root, char *path_out,
-                            size_t path_size) {
-    char *path = clf__tuning_path(ctx, kind);
-    if (!path) {
-        cJSON_Delete(root);
-        return clf__fail(ctx, CLF_ERROR_IO, "no cache folder to save %s in", kind);
-    }
-    cJSON_AddStringToObject(root, "device", ctx->info.name);
-    cJSON_AddStringToObject(root, "vendor", ctx->info.vendor);
-    cJSON_AddStringToObject(root, "driver", ctx->info.driver_version);
-    cJSON_AddStringToObject(root, "platform", ctx->info.platform_name);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    clf_status st = CLF_SUCCESS;
-    char dir[700], tmp[800];
-    snprintf(dir, sizeof(dir), "%s/%s", ctx->gemm_tuning_dir, kind);
-    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = (text && clf__make_dirs(dir) == 0) ? fopen(tmp, "w") : NULL;
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
-        if (f) remove(tmp);
-        st = clf__fail(ctx, CLF_ERROR_IO, "cannot write %s file %s", kind, path);
-    } else {
-        snprintf(path_out, path_size, "%s", path);
-    }
-    free(text);
-    free(path);
-    return st;
-}
-
-/* Reads `count` named non-negative integers (<= 4096) from object obj. */
-static bool read_group(const cJSON *obj, const char *const *names, size_t count, size_t *out) {
-    if (!cJSON_IsObject(obj)) return false;
-    for (size_t i = 0; i < count; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, names[i]);
-        if (!cJSON_IsNumber(v)) return false;
-        double d = v->valuedouble;
-        if (!(d >= 0 && d <= 4096) || d != floor(d)) return false;
-        out[i] = (size_t)d;
-    }
-    return true;
-}
-
-/* Parses a tuning file's text; returns false (with why) if it is not a valid one. */
-static bool parse_tuning(const char *text, gemm_params *p, const char **why);
-bool clf__gemm_tuning_parse(const char *text, const char **why) {
-    gemm_params p;
-    return parse_tuning(text, &p, why);
-}
-static bool parse_tuning(const char *text, gemm_params *p, const char **why) {
-    memset(p, 0, sizeof(*p));
-    cJSON *root = cJSON_Parse(text);
-    bool ok = false;
-    *why = "not JSON";
-    if (!root) return false;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TUNING_FORMAT) != 0) {
-        *why = "missing or unknown \"format\"";
-        goto done;
-    }
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "Xgemm");
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "XgemmDirect");
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "GemmRoutine");
-    if (x && !(p->has_xgemm = read_group(x, xgemm_names, N_XGEMM, p->xgemm))) {
-        *why = "bad \"Xgemm\" parameters";
-        goto done;
-    }
-    if (d && !(p->has_direct = read_group(d, direct_names, N_DIRECT, p->direct))) {
-        *why = "bad \"XgemmDirect\" parameters";
-        goto done;
-    }
-    if (r) {
-        const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
-        if (!(p->has_routine = read_group(r, names, 1, &p->min_indirect))) {
-            *why = "bad \"GemmRoutine\" parameters";
-            goto done;
-        }
-    }
-    if (!p->has_xgemm && !p->has_direct && !p->has_routine) {
-        *why = "no parameters";
-        goto done;
-    }
-    ok = true;
-done:
-    cJSON_Delete(root);
-    return ok;
-}
-
-void clf__gemm_tuning_init(clf_context *ctx) {
-    gemm_params p;
-    char *path = tuning_path(ctx);
-    char *text = path ? clf__read_text(path, 1 << 16) : NULL;
-    const char *why = NULL;
-    if (text && parse_tuning(text, &p, &why) && apply(ctx, &p) == CLF_SUCCESS) {
-        snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "file:%s", path);
-        free(text);
-        free(path);
-        return;
-    }
-    if (text) /* present but unusable: say so, carry on with the built-in values */
-        clf__fail(ctx, CLF_SUCCESS, "warning: ignoring GEMM tuning file %s: %s", path,
-                  why ? why : "CLBlast refused its parameters");
-    free(text);
-    free(path);
-    if (builtin_params(ctx->info.type, &p) && apply(ctx, &p) == CLF_SUCCESS)
-        snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "builtin:%s",
-                 ctx->info.type == CLF_DEVICE_CPU ? "cpu" : "gpu");
-}
-
-const char *clf_gemm_tuning_source(const clf_context *ctx) {
-    return ctx ? ctx->gemm_source : "";
-}
 
 /* ---------------------------------------------------------------- the search
  * Random sampling mixed with local moves around the best set so far, under a wall-clock budget:
@@ -362,7 +173,7 @@ static void random_direct(tuner *t, size_t *v) {
 static void mutate(tuner *t, const size_t *from, size_t *out, size_t count,
                    void (*random_set)(tuner *, size_t *),
                    bool (*valid)(const size_t *, const clf_device_info *)) {
-    size_t fresh[N_XGEMM];
+    size_t fresh[CLF_N_XGEMM];
     for (int tries = 0; tries < 1000; tries++) {
         random_set(t, fresh);
         memcpy(out, from, count * sizeof(size_t));
@@ -379,13 +190,13 @@ static void mutate(tuner *t, const size_t *from, size_t *out, size_t count,
 /* One phase of the search: candidates for Xgemm (direct false, scored at 1024^3) or XgemmDirect
  * (scored at 128 x 512 x 512) until `end`; *best and *score improve in place. Returns whether
  * anything beat the starting score. */
-static bool search(tuner *t, gemm_params *best, bool direct, double end, double *score) {
-    const size_t count = direct ? N_DIRECT : N_XGEMM;
+static bool search(tuner *t, clf_gemm_params *best, bool direct, double end, double *score) {
+    const size_t count = direct ? CLF_N_DIRECT : CLF_N_XGEMM;
     void (*random_set)(tuner *, size_t *) = direct ? random_direct : random_xgemm;
     bool (*valid)(const size_t *, const clf_device_info *) = direct ? direct_valid : xgemm_valid;
     bool improved = false;
     do {
-        gemm_params cand = *best;
+        clf_gemm_params cand = *best;
         cand.has_routine = false; /* the forced switch point stays */
         size_t *values = direct ? cand.direct : cand.xgemm;
         const bool had = direct ? best->has_direct : best->has_xgemm;
@@ -397,7 +208,7 @@ static bool search(tuner *t, gemm_params *best, bool direct, double end, double 
             cand.has_direct = true;
         else
             cand.has_xgemm = true;
-        if (apply(t->ctx, &cand) != CLF_SUCCESS) continue;
+        if (clf__gemm_params_apply(t->ctx, &cand) != CLF_SUCCESS) continue;
         const double g = direct ? measure(t, 128, 512, 512) : measure(t, 1024, 1024, 1024);
         t->tried++;
         progress(t, "%s candidate %d: %.1f GFLOP/s (best %.1f)", direct ? "XgemmDirect" : "Xgemm",
@@ -416,33 +227,33 @@ static bool search(tuner *t, gemm_params *best, bool direct, double end, double 
 }
 
 static clf_status set_routine(clf_context *ctx, size_t min_indirect) {
-    gemm_params p;
+    clf_gemm_params p;
     memset(&p, 0, sizeof(p));
     p.has_routine = true;
     p.min_indirect = min_indirect;
-    return apply(ctx, &p);
+    return clf__gemm_params_apply(ctx, &p);
 }
 
-static clf_status save(clf_context *ctx, const gemm_params *p, const clf_tune_result *r,
+static clf_status save(clf_context *ctx, const clf_gemm_params *p, const clf_tune_result *r,
                        char *path_out, size_t path_size) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", TUNING_FORMAT);
+    cJSON_AddStringToObject(root, "format", CLF_GEMM_TUNING_FORMAT);
     if (p->has_xgemm) {
         cJSON *x = cJSON_AddObjectToObject(root, "Xgemm");
-        for (int i = 0; i < N_XGEMM; i++)
-            cJSON_AddNumberToObject(x, xgemm_names[i], (double)p->xgemm[i]);
+        for (int i = 0; i < CLF_N_XGEMM; i++)
+            cJSON_AddNumberToObject(x, clf__xgemm_names[i], (double)p->xgemm[i]);
     }
     if (p->has_direct) {
         cJSON *d = cJSON_AddObjectToObject(root, "XgemmDirect");
-        for (int i = 0; i < N_DIRECT; i++)
-            cJSON_AddNumberToObject(d, direct_names[i], (double)p->direct[i]);
+        for (int i = 0; i < CLF_N_DIRECT; i++)
+            cJSON_AddNumberToObject(d, clf__direct_names[i], (double)p->direct[i]);
     }
     cJSON *g = cJSON_AddObjectToObject(root, "GemmRoutine");
     cJSON_AddNumberToObject(g, "XGEMM_MIN_INDIRECT_SIZE", (double)p->min_indirect);
     cJSON_AddNumberToObject(root, "gflops", r->after_gflops);
     cJSON_AddNumberToObject(root, "small_gflops", r->small_after_gflops);
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
-    return clf__tuning_save(ctx, "gemm-tuning", root, path_out, path_size);
+    return clf__tuning_save(ctx, CLF_GEMM_TUNING_KIND, root, path_out, path_size);
 }
 
 /* Fills a tensor with values uniform in [-1, 1] and keeps a host copy. */
@@ -475,31 +286,27 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
     if (st != CLF_SUCCESS) goto done;
 
     /* What is in force now: the baseline, kept unless something beats it. */
-    progress(&t, "measuring the parameters in force (%s)", ctx->gemm_source);
+    progress(&t, "measuring the parameters in force (%s)", ctx->tuning->gemm_source);
     result->before_gflops = measure(&t, 1024, 1024, 1024);
     result->small_before_gflops = measure(&t, 128, 512, 512);
     if (result->before_gflops < 0 || result->small_before_gflops < 0) {
         st = clf__fail(ctx, CLF_ERROR_CLBLAST, "GEMM with the parameters in force failed");
         goto done;
     }
-    gemm_params best;
+    clf_gemm_params best;
     memset(&best, 0, sizeof(best));
     bool have_file_or_builtin = false;
     {
-        gemm_params cur;
-        char *path = tuning_path(ctx);
-        char *text = path ? clf__read_text(path, 1 << 16) : NULL;
+        clf_gemm_params cur;
         const char *why;
-        if (text && parse_tuning(text, &cur, &why) && cur.has_xgemm) {
+        if (clf__gemm_params_load(ctx, &cur, NULL, &why) && cur.has_xgemm) {
             best = cur;
             have_file_or_builtin = true;
-        } else if (builtin_params(ctx->info.type, &cur)) {
+        } else if (clf__gemm_builtin(ctx->info.type, &cur)) {
             best.has_xgemm = true;
             memcpy(best.xgemm, cur.xgemm, sizeof(cur.xgemm));
             have_file_or_builtin = true;
         }
-        free(text);
-        free(path);
     }
     double best_big = result->before_gflops;
 
@@ -508,13 +315,15 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
     bool improved_x = search(&t, &best, false, t0 + 0.6 * params->budget_s, &best_big);
     if (!improved_x && !have_file_or_builtin) best.has_xgemm = false;
     best.has_routine = false;
-    if (best.has_xgemm && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+    if (best.has_xgemm && (st = clf__gemm_params_apply(ctx, &best)) != CLF_SUCCESS) goto done;
 
     /* Phase 2 (the rest): XgemmDirect, the small-product kernel, at 128 x 512 x 512. */
     if ((st = set_routine(ctx, 4096)) != CLF_SUCCESS) goto done; /* everything direct */
     double best_small = measure(&t, 128, 512, 512);
     search(&t, &best, true, t.t_end, &best_small);
-    if ((best.has_xgemm || best.has_direct) && (st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+    if ((best.has_xgemm || best.has_direct) &&
+        (st = clf__gemm_params_apply(ctx, &best)) != CLF_SUCCESS)
+        goto done;
 
     /* The switch point: the smallest cube where the indirect kernel wins. */
     best.has_routine = true;
@@ -532,19 +341,20 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
             break;
         }
     }
-    if ((st = apply(ctx, &best)) != CLF_SUCCESS) goto done;
+    if ((st = clf__gemm_params_apply(ctx, &best)) != CLF_SUCCESS) goto done;
     result->after_gflops = measure(&t, 1024, 1024, 1024);
     result->small_after_gflops = measure(&t, 128, 512, 512);
     result->candidates_tried = t.tried;
     result->seconds = now_s() - t0;
-    snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "tuned");
+    snprintf(ctx->tuning->gemm_source, sizeof(ctx->tuning->gemm_source), "tuned");
     progress(&t, "SGEMM 1024^3: %.1f -> %.1f GFLOP/s; 128x512x512: %.1f -> %.1f GFLOP/s",
              result->before_gflops, result->after_gflops, result->small_before_gflops,
              result->small_after_gflops);
     if (params->save) {
         st = save(ctx, &best, result, result->file, sizeof(result->file));
         if (st == CLF_SUCCESS)
-            snprintf(ctx->gemm_source, sizeof(ctx->gemm_source), "file:%s", result->file);
+            snprintf(ctx->tuning->gemm_source, sizeof(ctx->tuning->gemm_source), "file:%s",
+                     result->file);
     }
 done:
     clf_tensor_free(t.a);

@@ -1,17 +1,9 @@
 /*
- * attention_tuning.c — tiles of the tiled attention kernel per (device, head size).
- *
- * attention_tiled_t's best register blocking depends on the device and on Dh: QB queries per
- * work-item and BQ work-items per group. clf_attention_tune times candidate pairs for each
- * head size asked for (coordinate descent from the pair in force: QB first, then BQ), keeps the
- * fastest, and saves them per device; contexts created later load the file and use a head size's
- * pair for calls with that head size, unless attention.QB or attention.BQ were set explicitly.
- *
- * Tuning file: <cache>/attention-tuning/<hash of device name, vendor, driver, platform>.json
- *   {"format": "clformer-attention-tuning-1", "device": ..., "driver": ...,
- *    "tiles": [{"head_dim": 64, "QB": 16, "BQ": 4, "ms": ..., "default_ms": ...}, ...]}
+ * attention_search.c — clf_attention_tune: times (QB, BQ) pairs of the tiled attention kernel per
+ * head size on this device and saves the fastest as its attention tuning file (read back by
+ * tuning/attention_tiles.c in later contexts).
  */
-#include "internal.h"
+#include "../internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -19,100 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define ATT_FORMAT "clformer-attention-tuning-1"
-
-static bool read_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int64_t *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (!cJSON_IsNumber(v)) return false;
-    const double d = v->valuedouble;
-    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d)) return false;
-    *out = (int64_t)d;
-    return true;
-}
-
-bool clf__attention_tuning_parse(const char *text, int64_t max_wg, clf_att_tile *tiles, int *n,
-                                 const char **why) {
-    *n = 0;
-    *why = "not JSON";
-    cJSON *root = cJSON_Parse(text);
-    if (!root) return false;
-    bool ok = false;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "tiles");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, ATT_FORMAT) != 0) {
-        *why = "missing or unknown \"format\"";
-    } else if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) < 1 ||
-               cJSON_GetArraySize(list) > CLF_ATT_TILES_MAX) {
-        *why = "\"tiles\" must be an array of 1 to 16 entries";
-    } else {
-        ok = true;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, list) {
-            clf_att_tile t;
-            if (!cJSON_IsObject(e) || !read_int(e, "head_dim", 1, 256, &t.head_dim) ||
-                !read_int(e, "QB", 1, 16, &t.qb) || !read_int(e, "BQ", 1, max_wg, &t.bq)) {
-                *why = "bad entry in \"tiles\" (head_dim 1..256, QB 1..16, BQ 1..max work-group)";
-                ok = false;
-                break;
-            }
-            for (int i = 0; i < *n; i++)
-                if (tiles[i].head_dim == t.head_dim) {
-                    *why = "a head_dim appears twice in \"tiles\"";
-                    ok = false;
-                }
-            if (!ok) break;
-            tiles[(*n)++] = t;
-        }
-    }
-    if (!ok) *n = 0;
-    cJSON_Delete(root);
-    return ok;
-}
-
-void clf__attention_tuning_init(clf_context *ctx) {
-    ctx->n_att_tiles = 0;
-    snprintf(ctx->att_source, sizeof(ctx->att_source), "defaults");
-    char *path = clf__tuning_path(ctx, "attention-tuning");
-    char *text = path ? clf__read_text(path, 1 << 16) : NULL;
-    const char *why = NULL;
-    if (text) {
-        if (clf__attention_tuning_parse(text, (int64_t)ctx->info.max_work_group_size,
-                                        ctx->att_tiles, &ctx->n_att_tiles, &why))
-            snprintf(ctx->att_source, sizeof(ctx->att_source), "file:%s", path);
-        else /* present but unusable: say so, carry on with the defaults */
-            clf__fail(ctx, CLF_SUCCESS, "warning: ignoring attention tuning file %s: %s", path,
-                      why);
-    }
-    free(text);
-    free(path);
-}
-
-const char *clf_attention_tuning_source(const clf_context *ctx) {
-    return ctx ? ctx->att_source : "";
-}
-
-bool clf__attention_tiles(const clf_context *ctx, int64_t dh, int64_t *qb, int64_t *bq) {
-    const int iq = clf__tunable_find("attention.QB"), ib = clf__tunable_find("attention.BQ");
-    *qb = ctx->tunables[iq];
-    *bq = ctx->tunables[ib];
-    if (ctx->tunable_set[iq] || ctx->tunable_set[ib]) return false; /* explicit values win */
-    for (int i = 0; i < ctx->n_att_tiles; i++)
-        if (ctx->att_tiles[i].head_dim == dh) {
-            *qb = ctx->att_tiles[i].qb;
-            *bq = ctx->att_tiles[i].bq;
-            return true;
-        }
-    return false;
-}
-
-clf_status clf_attention_tiles(const clf_context *ctx, int64_t head_dim, int64_t *qb, int64_t *bq,
-                               int *tuned) {
-    if (!ctx || !qb || !bq || head_dim < 1 || head_dim > 256) return CLF_ERROR_INVALID_ARGUMENT;
-    const bool t = clf__attention_tiles(ctx, head_dim, qb, bq);
-    if (tuned) *tuned = t;
-    return CLF_SUCCESS;
-}
 
 /* ---------------------------------------------------------------- the search */
 
@@ -151,10 +49,10 @@ typedef struct att_bench {
 static double att_time(att_bench *b, int64_t qb, int64_t bq) {
     clf_context *ctx = b->ctx;
     clf_att_tile saved[CLF_ATT_TILES_MAX];
-    const int n_saved = ctx->n_att_tiles;
-    memcpy(saved, ctx->att_tiles, sizeof(saved));
-    ctx->att_tiles[0] = (clf_att_tile){b->dh, qb, bq};
-    ctx->n_att_tiles = 1;
+    const int n_saved = ctx->tuning->n_att_tiles;
+    memcpy(saved, ctx->tuning->att_tiles, sizeof(saved));
+    ctx->tuning->att_tiles[0] = (clf_att_tile){b->dh, qb, bq};
+    ctx->tuning->n_att_tiles = 1;
     clf_attention_desc d = clf_attention_default_desc(b->heads, b->dh);
     d.k_col = b->heads * b->dh;
     d.v_col = 2 * b->heads * b->dh;
@@ -183,8 +81,8 @@ static double att_time(att_bench *b, int64_t qb, int64_t bq) {
         }
     }
     free(got);
-    memcpy(ctx->att_tiles, saved, sizeof(saved));
-    ctx->n_att_tiles = n_saved;
+    memcpy(ctx->tuning->att_tiles, saved, sizeof(saved));
+    ctx->tuning->n_att_tiles = n_saved;
     clf__drop_kernels(ctx, CLF_PROG_ATTENTION); /* keep one variant per call alive, not all */
     return best;
 }
@@ -192,7 +90,7 @@ static double att_time(att_bench *b, int64_t qb, int64_t bq) {
 static clf_status save_tiles(clf_context *ctx, const clf_attention_tune_result *r, char *path_out,
                              size_t path_size) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", ATT_FORMAT);
+    cJSON_AddStringToObject(root, "format", CLF_ATT_TUNING_FORMAT);
     cJSON *list = cJSON_AddArrayToObject(root, "tiles");
     for (int i = 0; i < r->count; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -203,7 +101,7 @@ static clf_status save_tiles(clf_context *ctx, const clf_attention_tune_result *
         cJSON_AddNumberToObject(e, "default_ms", r->dims[i].before_ms);
         cJSON_AddItemToArray(list, e);
     }
-    return clf__tuning_save(ctx, "attention-tuning", root, path_out, path_size);
+    return clf__tuning_save(ctx, CLF_ATT_TUNING_KIND, root, path_out, path_size);
 }
 
 /* One head size: coordinate descent over QB, then BQ, from the pair in force. */
@@ -334,19 +232,19 @@ clf_status clf_attention_tune(clf_context *ctx, const clf_tune_params *params,
     /* In force from now on in this context, merged with what was there. */
     for (int i = 0; i < result->count; i++) {
         const clf_attention_tune_entry *e = &result->dims[i];
-        int slot = ctx->n_att_tiles;
-        for (int j = 0; j < ctx->n_att_tiles; j++)
-            if (ctx->att_tiles[j].head_dim == e->head_dim) slot = j;
+        int slot = ctx->tuning->n_att_tiles;
+        for (int j = 0; j < ctx->tuning->n_att_tiles; j++)
+            if (ctx->tuning->att_tiles[j].head_dim == e->head_dim) slot = j;
         if (slot == CLF_ATT_TILES_MAX) continue;
-        ctx->att_tiles[slot] = (clf_att_tile){e->head_dim, e->qb, e->bq};
-        if (slot == ctx->n_att_tiles) ctx->n_att_tiles++;
+        ctx->tuning->att_tiles[slot] = (clf_att_tile){e->head_dim, e->qb, e->bq};
+        if (slot == ctx->tuning->n_att_tiles) ctx->tuning->n_att_tiles++;
     }
-    snprintf(ctx->att_source, sizeof(ctx->att_source), "tuned");
+    snprintf(ctx->tuning->att_source, sizeof(ctx->tuning->att_source), "tuned");
     if (params->save) {
         clf_attention_tune_result all = *result;
-        all.count = ctx->n_att_tiles; /* the file keeps every head size known here */
-        for (int i = 0; i < ctx->n_att_tiles; i++) {
-            const clf_att_tile *t = &ctx->att_tiles[i];
+        all.count = ctx->tuning->n_att_tiles; /* the file keeps every head size known here */
+        for (int i = 0; i < ctx->tuning->n_att_tiles; i++) {
+            const clf_att_tile *t = &ctx->tuning->att_tiles[i];
             double ms = 0, before = 0;
             for (int j = 0; j < result->count; j++)
                 if (result->dims[j].head_dim == t->head_dim) {
@@ -357,7 +255,8 @@ clf_status clf_attention_tune(clf_context *ctx, const clf_tune_params *params,
         }
         st = save_tiles(ctx, &all, result->file, sizeof(result->file));
         if (st == CLF_SUCCESS)
-            snprintf(ctx->att_source, sizeof(ctx->att_source), "file:%s", result->file);
+            snprintf(ctx->tuning->att_source, sizeof(ctx->tuning->att_source), "file:%s",
+                     result->file);
     }
     return st;
 }
