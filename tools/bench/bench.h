@@ -1,6 +1,7 @@
 /*
- * bench.h — clformer-bench internals: device peaks (peaks.c), op benchmarks (ops.c), output
- * (report.c), command line (main.c).
+ * bench.h — clformer-bench internals: shared helpers (util.c), device peaks (peaks.c), op
+ * benchmarks (ops.c), layers and models (model.c), output (report.c, plot.c), baselines
+ * (compare.c), command line (main.c).
  */
 #ifndef CLF_BENCH_H
 #define CLF_BENCH_H

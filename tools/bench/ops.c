@@ -178,29 +178,6 @@ int bench_ops_touch_all(clf_context *ctx) {
     return 0;
 }
 
-bench_result bench_result_make(const char *op, int ndim, const int64_t *shape, const char *bound) {
-    bench_result res;
-    memset(&res, 0, sizeof(res));
-    snprintf(res.op, sizeof(res.op), "%s", op);
-    res.ndim = ndim;
-    memcpy(res.shape, shape, (size_t)ndim * sizeof(int64_t));
-    res.bound = bound;
-    res.tuned = -1;
-    return res;
-}
-
-int bench_add_result(bench_results *r, const bench_result *x) {
-    if (r->n == r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 16;
-        bench_result *ni = realloc(r->items, nc * sizeof(*ni));
-        if (!ni) return 1;
-        r->items = ni;
-        r->cap = nc;
-    }
-    r->items[r->n++] = *x;
-    return 0;
-}
-
 int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r) {
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
         if (!bench_op_selected(o, k_ops[i])) continue;
