@@ -569,9 +569,6 @@ typedef struct clf_transformer_config {
     clf_arch arch;
     int64_t vocab_size;      /* rows of the embedding (and the decoder's output size) */
     int64_t num_hiddens;     /* d; norm_shape is (d) */
-    int64_t query_size;      /* the seeds' query/key/value sizes: inputs of W_q, W_k, W_v; */
-    int64_t key_size;        /* 0 means num_hiddens, the only value a stack of blocks allows */
-    int64_t value_size;      /* (each block's input is the previous block's d-wide output) */
     int64_t ffn_num_hiddens; /* F */
     int64_t num_heads;       /* H; d must be a multiple of H, d / H <= 256 */
     int64_t num_layers;
@@ -588,8 +585,17 @@ CLF_API clf_transformer_config clf_transformer_default_config(int64_t vocab_size
                                                               int64_t num_heads,
                                                               int64_t num_layers);
 
+/* Weights and runs are apart: a clf_encoder / clf_decoder holds the loaded weights, which no call
+ * changes; a clf_encoder_state / clf_decoder_state holds what one run changes (activations, KV
+ * caches, recorded attention weights), so several states run over one copy of the weights, e.g.
+ * two batches decoded at once. Each encoder and decoder also owns one state, which the calls
+ * without "_state" use (clf_encoder_forward, clf_decoder_step, ...). A state borrows its encoder
+ * or decoder: free it first. Calls on one context run one at a time (a context is not
+ * thread-safe), so states of one context are interleaved, not concurrent. */
 typedef struct clf_encoder clf_encoder;
 typedef struct clf_decoder clf_decoder;
+typedef struct clf_encoder_state clf_encoder_state;
+typedef struct clf_decoder_state clf_decoder_state;
 
 /* Loads an encoder's weights (checked: every tensor present with its exact shape). */
 CLF_API clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
@@ -610,6 +616,18 @@ CLF_API clf_status clf_encoder_record_weights(clf_encoder *enc, int on);
 CLF_API const clf_tensor *clf_encoder_attention_weights(const clf_encoder *enc, int64_t layer);
 /* GEMMs and other kernels queued by one forward of the last shape, per layer (for reports). */
 CLF_API int64_t clf_encoder_launches_per_layer(const clf_encoder *enc);
+
+/* A new state over enc's weights (its workspace grows on first use). The same calls as above, on
+ * that state. */
+CLF_API clf_status clf_encoder_state_create(const clf_encoder *enc, clf_encoder_state **out);
+CLF_API void clf_encoder_state_free(clf_encoder_state *s);
+CLF_API clf_status clf_encoder_state_reserve(clf_encoder_state *s, int64_t batch, int64_t len);
+CLF_API clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids,
+                                             const clf_tensor *valid_lens, clf_tensor *out);
+CLF_API clf_status clf_encoder_state_record_weights(clf_encoder_state *s, int on);
+/* Owned by the state: valid until its next forward or its free. */
+CLF_API const clf_tensor *clf_encoder_state_attention_weights(const clf_encoder_state *s,
+                                                              int64_t layer);
 
 CLF_API clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
                                     const clf_transformer_config *cfg, clf_decoder **out);
@@ -632,6 +650,21 @@ CLF_API int64_t clf_decoder_length(const clf_decoder *dec);
 CLF_API clf_status clf_decoder_record_weights(clf_decoder *dec, int on);
 CLF_API const clf_tensor *clf_decoder_attention_weights(const clf_decoder *dec, int64_t layer,
                                                         int which);
+
+/* A new state over dec's weights, to be initialized with clf_decoder_state_init. The same calls
+ * as above, on that state: each state decodes its own batch with its own caches. */
+CLF_API clf_status clf_decoder_state_create(const clf_decoder *dec, clf_decoder_state **out);
+CLF_API void clf_decoder_state_free(clf_decoder_state *s);
+CLF_API clf_status clf_decoder_state_init(clf_decoder_state *s, const clf_tensor *enc_outputs,
+                                          const clf_tensor *enc_valid_lens, int64_t max_len);
+CLF_API clf_status clf_decoder_state_step(clf_decoder_state *s, const clf_tensor *ids,
+                                          clf_tensor *logits);
+CLF_API clf_status clf_decoder_state_reset(clf_decoder_state *s);
+CLF_API int64_t clf_decoder_state_length(const clf_decoder_state *s);
+CLF_API clf_status clf_decoder_state_record_weights(clf_decoder_state *s, int on);
+/* Owned by the state: valid until its next step or its free. */
+CLF_API const clf_tensor *clf_decoder_state_attention_weights(const clf_decoder_state *s,
+                                                              int64_t layer, int which);
 
 /* Called after each greedy step with the step number; may read the decoder's weights. */
 typedef void (*clf_step_fn)(void *user, const clf_decoder *dec, int64_t step);

@@ -1,0 +1,59 @@
+/*
+ * arch.c — the architectures clformer knows, and the checks every Transformer config passes.
+ * Adding a family: write arch_<name>.c (a clf_arch_def), add its clf_arch value to the public
+ * header and its entry below.
+ */
+#include "models.h"
+
+#include <string.h>
+
+static const clf_arch_def *const archs[] = {&clf__arch_d2l, &clf__arch_bert};
+
+const clf_arch_def *clf__arch_find(clf_arch arch) {
+    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+        if (archs[i]->arch == arch) return archs[i];
+    return NULL;
+}
+
+clf_transformer_config clf_transformer_default_config(int64_t vocab_size, int64_t num_hiddens,
+                                                      int64_t ffn_num_hiddens, int64_t num_heads,
+                                                      int64_t num_layers) {
+    clf_transformer_config c;
+    memset(&c, 0, sizeof(c));
+    c.arch = CLF_ARCH_D2L;
+    c.vocab_size = vocab_size;
+    c.num_hiddens = num_hiddens;
+    c.ffn_num_hiddens = ffn_num_hiddens;
+    c.num_heads = num_heads;
+    c.num_layers = num_layers;
+    c.ffn_act = CLF_ACT_RELU;
+    c.norm_eps = 1e-5f;
+    c.max_len = 1000;
+    return c;
+}
+
+clf_status clf__check_config(clf_context *ctx, const clf_transformer_config *c,
+                             clf_transformer_config *out) {
+    if (!c) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config is NULL");
+    *out = *c;
+    if (!out->max_len) out->max_len = 1000;
+    const int64_t d = c->num_hiddens;
+    if (!clf__arch_find(c->arch))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown arch %d", (int)c->arch);
+    if (c->vocab_size < 1 || d < 1 || c->ffn_num_hiddens < 1 || c->num_heads < 1 ||
+        c->num_layers < 1 || out->max_len < 1)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "config: vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_layers "
+                         "and max_len must be >= 1");
+    if (d % c->num_heads != 0 || d / c->num_heads > 256)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "config: num_hiddens %lld must split into %lld heads of at most 256",
+                         (long long)d, (long long)c->num_heads);
+    if (!(c->norm_eps > 0.0f))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: norm_eps must be > 0");
+    if (c->ffn_act < CLF_ACT_IDENTITY || c->ffn_act > CLF_ACT_GELU_TANH)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown ffn_act");
+    if (out->max_len >= (1 << 24))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: max_len must be < 2^24");
+    return CLF_SUCCESS;
+}

@@ -1,0 +1,38 @@
+/*
+ * kv_cache.c — the KV cache of a decoder layer: the projected keys and values of every decoded
+ * position, (B, max_len, 2d), appended to by each step with one rectangular copy.
+ */
+#include "models.h"
+
+clf_status clf__kv_cache_init(clf_context *ctx, clf_kv_cache *c, int64_t batch, int64_t max_len,
+                              int64_t d) {
+    const int64_t shape[3] = {batch, max_len, 2 * d};
+    clf__kv_cache_free(c);
+    CLF_TRY(clf_tensor_create(ctx, CLF_F32, 3, shape, &c->kv));
+    c->max_len = max_len;
+    return CLF_SUCCESS;
+}
+
+void clf__kv_cache_free(clf_kv_cache *c) {
+    clf_tensor_free(c->kv);
+    c->kv = NULL;
+    c->max_len = 0;
+}
+
+clf_status clf__kv_cache_append(clf_context *ctx, clf_kv_cache *c, const clf_tensor *qkv,
+                                int64_t pos) {
+    const size_t B = (size_t)qkv->shape[0], T = (size_t)qkv->shape[1];
+    const size_t d = (size_t)qkv->shape[2] / 3, f = sizeof(float);
+    const size_t src_origin[3] = {d * f, 0, 0}, dst_origin[3] = {0, (size_t)pos, 0};
+    const size_t region[3] = {2 * d * f, T, B};
+    cl_event ev = NULL;
+    cl_int err = clf__fault(ctx, CLF_FAULT_TRANSFER)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueCopyBufferRect(ctx->queue, qkv->mem, c->kv->mem, src_origin,
+                                               dst_origin, region, 3 * d * f, T * 3 * d * f,
+                                               2 * d * f, (size_t)c->max_len * 2 * d * f, 0, NULL,
+                                               ctx->profiling ? &ev : NULL);
+    if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clEnqueueCopyBufferRect (KV cache)");
+    ctx->launches++;
+    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+}

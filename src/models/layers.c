@@ -1,0 +1,268 @@
+/*
+ * layers.c — the reusable layers of the Transformer models: loading their weights (checked:
+ * every tensor present with its exact shape; fused QKV; packed for CPUs), and their forwards
+ * (linear, AddNorm, FFN, multi-head self-attention, the post-LN encoder block).
+ */
+#include "layers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- weights */
+
+void clf__lin_free(clf_lin *l) {
+    clf_tensor_free(l->w);
+    clf_tensor_free(l->b);
+    l->w = l->b = NULL;
+}
+void clf__norm_free(clf_norm *n) {
+    clf_tensor_free(n->g);
+    clf_tensor_free(n->b);
+    n->g = n->b = NULL;
+}
+void clf__mha_free(clf_mha_w *m) {
+    clf__lin_free(&m->qkv);
+    clf__lin_free(&m->kv);
+    clf__lin_free(&m->o);
+}
+void clf__ffn_free(clf_ffn_w *f) {
+    clf__lin_free(&f->up);
+    clf__lin_free(&f->down);
+}
+void clf__embed_free(clf_embed_w *e) {
+    clf_tensor_free(e->tok);
+    clf_tensor_free(e->pos);
+    e->tok = e->pos = NULL;
+    clf__norm_free(&e->norm);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* prefix + name with "{i}" replaced by the layer number. */
+static void full_name(const clf_loader *L, const char *name, const char *suffix, char *out,
+                      size_t size) {
+    const char *at = strstr(name, "{i}");
+    if (at)
+        snprintf(out, size, "%s%.*s%lld%s%s", L->prefix, (int)(at - name), name,
+                 (long long)L->layer, at + 3, suffix);
+    else
+        snprintf(out, size, "%s%s%s", L->prefix, name, suffix);
+}
+
+clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int64_t rows,
+                         int64_t cols, clf_tensor **out) {
+    const int64_t per = rows * (cols ? cols : 1);
+    float *host = malloc((size_t)(per * count) * sizeof(float));
+    if (!host) return clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    clf_status st = CLF_SUCCESS;
+    for (int i = 0; i < count && st == CLF_SUCCESS; i++) {
+        char full[512], err[512];
+        full_name(L, names[i], "", full, sizeof(full));
+        const clf_st_info *info = clf_safetensors_find(L->st, full);
+        bool shape_ok = info && info->ndim == (cols ? 2 : 1) && info->shape[0] == rows &&
+                        (!cols || info->shape[1] == cols);
+        if (!info)
+            st = clf__fail(L->ctx, CLF_ERROR_BAD_FORMAT, "weights: missing tensor \"%s\"", full);
+        else if (!shape_ok)
+            st = clf__fail(L->ctx, CLF_ERROR_SHAPE_MISMATCH,
+                           "weights: tensor \"%s\" must be (%lld%s%lld)", full, (long long)rows,
+                           cols ? ", " : "", (long long)(cols ? cols : 0));
+        else if ((st = clf_safetensors_read_f32(L->st, full, host + per * i, per, err,
+                                                sizeof(err))) != CLF_SUCCESS)
+            clf__fail(L->ctx, st, "%s", err);
+    }
+    int64_t shape[2] = {rows * count, cols};
+    clf_tensor *t = NULL;
+    if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, CLF_F32, cols ? 2 : 1, shape, &t);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(t, host, (size_t)(per * count) * sizeof(float));
+    free(host);
+    if (st != CLF_SUCCESS) {
+        clf_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols,
+                     clf_tensor **out) {
+    char full[512];
+    full_name(L, name, "", full, sizeof(full));
+    int64_t shape[2] = {rows, cols};
+    return clf_safetensors_load(L->ctx, L->st, full, cols ? 2 : 1, shape, out);
+}
+
+/* Replaces a (out, in) weight by its packed panels when the device prefers them
+ * (elementwise.PACK: CPUs), see clf__linear_pack. */
+static clf_status pack(clf_context *ctx, clf_tensor **w) {
+    if (!*w || !clf__tun(ctx, "elementwise.PACK")) return CLF_SUCCESS;
+    clf_tensor *p = NULL;
+    CLF_TRY(clf__linear_pack(ctx, *w, &p));
+    clf_tensor_free(*w);
+    *w = p;
+    return CLF_SUCCESS;
+}
+
+/* Joins stem and suffix into buf (the loader expands "{i}" later). */
+static const char *join(char *buf, size_t size, const char *stem, const char *suffix) {
+    snprintf(buf, size, "%s%s", stem, suffix);
+    return buf;
+}
+
+clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
+                         clf_lin *l) {
+    char n[300];
+    CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".weight"), out, in, &l->w));
+    if (bias) CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".bias"), out, 0, &l->b));
+    return pack(L->ctx, &l->w);
+}
+
+clf_status clf__load_norm(clf_loader *L, const char *stem, int64_t d, clf_norm *n) {
+    char s[300];
+    CLF_TRY(clf__load(L, join(s, sizeof(s), stem, ".weight"), d, 0, &n->g));
+    return clf__load(L, join(s, sizeof(s), stem, ".bias"), d, 0, &n->b);
+}
+
+/* Loads count projections (d, d) by rows into one clf_lin (count d, d). */
+static clf_status load_fused(clf_loader *L, const char *const *stems, int count, int64_t d,
+                             int bias, clf_lin *l) {
+    char w[3][300], b[3][300];
+    const char *wn[3], *bn[3];
+    for (int i = 0; i < count; i++) {
+        wn[i] = join(w[i], sizeof(w[i]), stems[i], ".weight");
+        bn[i] = join(b[i], sizeof(b[i]), stems[i], ".bias");
+    }
+    CLF_TRY(clf__load_cat(L, wn, count, d, d, &l->w));
+    if (bias) CLF_TRY(clf__load_cat(L, bn, count, d, 0, &l->b));
+    return pack(L->ctx, &l->w);
+}
+
+clf_status clf__load_mha(clf_loader *L, const char *q, const char *k, const char *v, const char *o,
+                         int64_t d, int bias, int cross, clf_mha_w *m) {
+    const char *qkv[3] = {q, k, v};
+    if (!cross) {
+        CLF_TRY(load_fused(L, qkv, 3, d, bias, &m->qkv));
+    } else {
+        CLF_TRY(load_fused(L, qkv, 1, d, bias, &m->qkv));
+        CLF_TRY(load_fused(L, qkv + 1, 2, d, bias, &m->kv));
+    }
+    return clf__load_lin(L, o, d, d, bias, &m->o);
+}
+
+clf_status clf__load_ffn(clf_loader *L, const char *up, const char *down, int64_t d, int64_t f,
+                         clf_ffn_w *w) {
+    CLF_TRY(clf__load_lin(L, up, f, d, 1, &w->up));
+    return clf__load_lin(L, down, d, f, 1, &w->down);
+}
+
+/* ---------------------------------------------------------------- workspaces and checks */
+
+clf_tensor clf__view(const clf_tensor *base, int64_t a, int64_t b, int64_t c) {
+    clf_tensor v = *base;
+    v.ndim = c ? 3 : 2;
+    v.shape[0] = a;
+    v.shape[1] = b;
+    v.shape[2] = c;
+    v.shape[3] = 0;
+    v.numel = a * b * (c ? c : 1);
+    v.bytes = (size_t)v.numel * clf_dtype_size(base->dtype);
+    return v;
+}
+
+clf_status clf__ensure(clf_context *ctx, clf_tensor **t, clf_dtype dt, int64_t n) {
+    if (*t && (*t)->numel >= n) return CLF_SUCCESS;
+    clf_tensor *nt = NULL;
+    CLF_TRY(clf_tensor_create(ctx, dt, 1, &n, &nt));
+    clf_tensor_free(*t);
+    *t = nt;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__ensure_4d(clf_context *ctx, clf_tensor **t, int64_t B, int64_t H, int64_t T,
+                          int64_t K) {
+    const int64_t s[4] = {B, H, T, K};
+    bool fits = *t && (*t)->ndim == 4;
+    for (int i = 0; fits && i < 4; i++)
+        fits = (*t)->shape[i] == s[i];
+    if (fits) return CLF_SUCCESS;
+    clf_tensor_free(*t);
+    *t = NULL;
+    return clf_tensor_create(ctx, CLF_F32, 4, s, t);
+}
+
+/* A workspace of `floats` floats must fit the device's global memory (with the weights and
+ * everything else it holds, it could still fail later; this catches the impossible at once). */
+clf_status clf__check_workspace(clf_context *ctx, const char *what, int64_t floats) {
+    const double bytes = 4.0 * (double)floats;
+    if (bytes > (double)ctx->info.global_mem_bytes)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                         "%s: the workspace needs %.0f MiB, more than the device's %.0f MiB of "
+                         "global memory",
+                         what, bytes / 1048576.0, (double)ctx->info.global_mem_bytes / 1048576.0);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_tensor *vl) {
+    CLF_TRY(clf__check_tensor(ctx, ids, "ids", CLF_I32));
+    char a[96], b[96];
+    if (ids->ndim != 2)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "ids %s must be (batch, length)",
+                         clf__shape_str(ids, a, sizeof(a)));
+    if (!vl) return CLF_SUCCESS;
+    CLF_TRY(clf__check_tensor(ctx, vl, "valid_lens", CLF_I32));
+    if (vl->ndim != 1 || vl->shape[0] != ids->shape[0])
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "valid_lens %s must be (%lld), one per sequence of ids %s",
+                         clf__shape_str(vl, a, sizeof(a)), (long long)ids->shape[0],
+                         clf__shape_str(ids, b, sizeof(b)));
+    return CLF_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- forwards */
+
+clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
+                    clf_tensor *y) {
+    if (l->w->ndim == 3)
+        return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y);
+    return clf_linear(ctx, x, l->w, l->b, act, y);
+}
+
+clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,
+                         const clf_norm *n, float eps, clf_tensor *y) {
+    return clf_layernorm(ctx, x, r, n->g, n->b, eps, y);
+}
+
+clf_status clf__ffn(clf_context *ctx, const clf_tensor *x, const clf_ffn_w *f, clf_activation act,
+                    clf_tensor *h, clf_tensor *y) {
+    CLF_TRY(clf__lin(ctx, x, &f->up, act, h));              /* h (B, N, F) */
+    return clf__lin(ctx, h, &f->down, CLF_ACT_IDENTITY, y); /* y (B, N, d) */
+}
+
+clf_status clf__mha_self(clf_context *ctx, const clf_transformer_config *c, const clf_mha_w *m,
+                         const clf_tensor *x, const clf_mask *mask, clf_tensor *weights,
+                         clf_block_ws *ws, clf_tensor *out) {
+    const int64_t d = c->num_hiddens, H = c->num_heads;
+    clf_attention_desc ad = clf_attention_default_desc(H, d / H);
+    ad.k_col = d; /* K and V are columns d.. and 2d.. of the fused projection */
+    ad.v_col = 2 * d;
+    ad.mask = *mask;
+    ad.naive = weights != NULL;
+    ad.weights = weights;
+    CLF_TRY(clf__lin(ctx, x, &m->qkv, CLF_ACT_IDENTITY, &ws->qkv));           /* (B, N, 3d) */
+    CLF_TRY(clf_attention(ctx, &ws->qkv, &ws->qkv, &ws->qkv, &ws->att, &ad)); /* (B, N, d) */
+    return clf__lin(ctx, &ws->att, &m->o, CLF_ACT_IDENTITY, out);
+}
+
+clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_config *c,
+                                      const clf_enc_layer *l, clf_tensor *x,
+                                      const clf_tensor *valid_lens, clf_tensor *weights,
+                                      clf_block_ws *ws) {
+    const float eps = c->norm_eps;
+    clf_mask mask = {0};
+    mask.valid_lens = valid_lens;
+    CLF_TRY(clf__mha_self(ctx, c, &l->att, x, &mask, weights, ws, &ws->tmp));
+    CLF_TRY(clf__add_norm(ctx, &ws->tmp, x, &l->n1, eps, &ws->y)); /* Y = AddNorm(X, MHA(X)) */
+    CLF_TRY(clf__ffn(ctx, &ws->y, &l->ffn, c->ffn_act, &ws->h, &ws->tmp));
+    return clf__add_norm(ctx, &ws->tmp, &ws->y, &l->n2, eps, x); /* X = AddNorm(Y, FFN(Y)) */
+}

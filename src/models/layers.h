@@ -1,0 +1,153 @@
+/*
+ * layers.h — what the model files share (src/models/): the weights of the reusable layers
+ * (linear, norm, multi-head attention, FFN), their loaders, the forward of each layer, and the
+ * description of an architecture (arch.h's clf_arch_def) that the encoder and decoder stacks run.
+ *
+ * Shapes: B sequences, N (or T) tokens each, d = num_hiddens, H heads of Dh = d / H, F the FFN
+ * width, V the vocabulary. Every workspace below is a view (see clf__view) of a buffer sized for
+ * the largest (B, N) reserved so far.
+ */
+#ifndef CLFORMER_MODELS_LAYERS_H
+#define CLFORMER_MODELS_LAYERS_H
+
+#include "../internal.h"
+
+/* Runs a call that returns clf_status and returns its status from the caller on failure: the
+ * forward passes read as the math, one line per step. */
+#define CLF_TRY(call)                                                                              \
+    do {                                                                                           \
+        clf_status clf_try_st_ = (call);                                                           \
+        if (clf_try_st_ != CLF_SUCCESS) return clf_try_st_;                                        \
+    } while (0)
+
+/* The same for code that owns something to release: sets `st` and jumps to `fail`. */
+#define CLF_CHECK(call)                                                                            \
+    do {                                                                                           \
+        if ((st = (call)) != CLF_SUCCESS) goto fail;                                               \
+    } while (0)
+
+/* ---------------------------------------------------------------- weights */
+
+typedef struct clf_lin {
+    clf_tensor *w; /* (out, in) as loaded, or packed panels (3-D, see clf__linear_pack) */
+    clf_tensor *b; /* (out), or NULL */
+} clf_lin;
+
+typedef struct clf_norm {
+    clf_tensor *g, *b; /* (d) each: LayerNorm's weight and bias */
+} clf_norm;
+
+typedef struct clf_mha_w {
+    clf_lin qkv; /* self-attention: fused W_q | W_k | W_v (3d, d); cross-attention: W_q (d, d) */
+    clf_lin kv;  /* cross-attention only: fused W_k | W_v (2d, d) */
+    clf_lin o;   /* W_o (d, d) */
+} clf_mha_w;
+
+typedef struct clf_ffn_w {
+    clf_lin up;   /* dense1 (F, d) */
+    clf_lin down; /* dense2 (d, F) */
+} clf_ffn_w;
+
+/* Embedding weights, by architecture (arch_*.c fills what it uses). */
+typedef struct clf_embed_w {
+    clf_tensor *tok; /* (V, d) token embeddings */
+    clf_tensor *pos; /* BERT: (max_len, d) learned positions + token type 0; d2l: NULL */
+    clf_norm norm;   /* BERT: the embedding LayerNorm */
+} clf_embed_w;
+
+/* One encoder block's weights: post-LN self-attention and FFN (d2l's EncoderBlock, BERT's layer).
+ */
+typedef struct clf_enc_layer {
+    clf_mha_w att;
+    clf_norm n1, n2; /* after attention, after the FFN */
+    clf_ffn_w ffn;
+} clf_enc_layer;
+
+/* One decoder block's weights (d2l's DecoderBlock). */
+typedef struct clf_dec_layer {
+    clf_mha_w self, cross;
+    clf_norm n1, n2, n3; /* after self-attention, cross-attention, FFN */
+    clf_ffn_w ffn;
+} clf_dec_layer;
+
+void clf__lin_free(clf_lin *l);
+void clf__norm_free(clf_norm *n);
+void clf__mha_free(clf_mha_w *m);
+void clf__ffn_free(clf_ffn_w *f);
+void clf__embed_free(clf_embed_w *e);
+
+/* ---------------------------------------------------------------- loading */
+
+/* Reads tensors of one model from a safetensors file. Names may hold "{i}", replaced by `layer`;
+ * `prefix` is put in front of every name. */
+typedef struct clf_loader {
+    clf_context *ctx;
+    const clf_safetensors *st;
+    const char *prefix;
+    int64_t layer;
+} clf_loader;
+
+/* A (rows, cols) tensor (a (rows) one when cols is 0), checked for its exact shape. */
+clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols, clf_tensor **out);
+/* `count` tensors of (rows, cols) (or (rows)) concatenated by rows: the fused projections. */
+clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int64_t rows,
+                         int64_t cols, clf_tensor **out);
+/* <stem>.weight (out, in) and, with bias, <stem>.bias (out), packed for the device. */
+clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
+                         clf_lin *l);
+/* <stem>.weight and <stem>.bias, (d) each. */
+clf_status clf__load_norm(clf_loader *L, const char *stem, int64_t d, clf_norm *n);
+/* q, k, v, o are projection stems; cross: W_q alone and W_k | W_v fused. */
+clf_status clf__load_mha(clf_loader *L, const char *q, const char *k, const char *v, const char *o,
+                         int64_t d, int bias, int cross, clf_mha_w *m);
+clf_status clf__load_ffn(clf_loader *L, const char *up, const char *down, int64_t d, int64_t f,
+                         clf_ffn_w *w);
+
+/* ---------------------------------------------------------------- forward pieces */
+
+/* A view of base's first a*b*c (or a*b with c = 0) elements as (a, b, c); never freed. */
+clf_tensor clf__view(const clf_tensor *base, int64_t a, int64_t b, int64_t c);
+/* Grows a workspace tensor to at least n elements (its contents are lost). */
+clf_status clf__ensure(clf_context *ctx, clf_tensor **t, clf_dtype dt, int64_t n);
+/* Fails (CLF_ERROR_SIZE_LIMIT) when `floats` floats cannot fit the device's global memory. */
+clf_status clf__check_workspace(clf_context *ctx, const char *what, int64_t floats);
+/* ids (B, N) I32 and valid_lens (B) I32 or NULL. */
+clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_tensor *vl);
+/* (Re)allocates *t as (B, H, T, K) unless it already has that shape (recorded weights). */
+clf_status clf__ensure_4d(clf_context *ctx, clf_tensor **t, int64_t B, int64_t H, int64_t T,
+                          int64_t K);
+
+/* y = act(x W^T + b). */
+clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
+                    clf_tensor *y);
+/* y = LayerNorm(x + r) with n's weight and bias. */
+clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,
+                         const clf_norm *n, float eps, clf_tensor *y);
+/* y = down(act(up(x))); h (B, N, F) is the hidden workspace. */
+clf_status clf__ffn(clf_context *ctx, const clf_tensor *x, const clf_ffn_w *f, clf_activation act,
+                    clf_tensor *h, clf_tensor *y);
+
+/* The workspace of one block forward: views for the current (B, N). */
+typedef struct clf_block_ws {
+    clf_tensor qkv; /* (B, N, 3d) fused Q | K | V */
+    clf_tensor q;   /* (B, N, d) cross-attention queries */
+    clf_tensor att; /* (B, N, d) attention output, heads concatenated */
+    clf_tensor tmp; /* (B, N, d) a sublayer's output before AddNorm */
+    clf_tensor y;   /* (B, N, d) the block's intermediate X */
+    clf_tensor h;   /* (B, N, F) FFN hidden */
+} clf_block_ws;
+
+/* Multi-head self-attention over x (B, N, d): out (B, N, d) = W_o attention(x W_qkv^T), with the
+ * mask in `mask`; weights (B, H, N, N) or NULL records the attention weights (naive path). */
+clf_status clf__mha_self(clf_context *ctx, const clf_transformer_config *c, const clf_mha_w *m,
+                         const clf_tensor *x, const clf_mask *mask, clf_tensor *weights,
+                         clf_block_ws *ws, clf_tensor *out);
+
+/* d2l's EncoderBlock and BERT's layer, post-LN, in place on x (B, N, d):
+ *   Y = AddNorm(X, MHA(X, X, X, valid_lens)); X = AddNorm(Y, FFN(Y)) */
+clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_config *c,
+                                      const clf_enc_layer *l, clf_tensor *x,
+                                      const clf_tensor *valid_lens, clf_tensor *weights,
+                                      clf_block_ws *ws);
+
+#endif /* CLFORMER_MODELS_LAYERS_H */
