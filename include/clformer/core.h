@@ -1,0 +1,219 @@
+/*
+ * clformer/core.h — status codes, devices, the context and tensors.
+ * Part of clformer's public API; include <clformer/clformer.h>, which includes every part.
+ */
+#ifndef CLFORMER_CORE_H
+#define CLFORMER_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(CLF_SHARED_BUILD)
+#define CLF_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define CLF_API __attribute__((visibility("default")))
+#else
+#define CLF_API
+#endif
+
+#define CLF_VERSION_MAJOR 0
+#define CLF_VERSION_MINOR 1
+#define CLF_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status codes */
+
+/* A call's result. OpenCL's own error codes (-1 .. -999) are returned unchanged, as values of
+ * this type (CL_OUT_OF_RESOURCES is -5 here too); clformer's own codes are named below. */
+typedef enum clf_status {
+    CLF_SUCCESS = 0,
+    CLF_OPENCL_ERROR_LAST = -999, /* OpenCL errors are -1 .. CLF_OPENCL_ERROR_LAST */
+    CLF_ERROR_INVALID_ARGUMENT = -1000, /* NULL pointer, bad enum, eps <= 0, ... */
+    CLF_ERROR_SHAPE_MISMATCH = -1001,   /* tensor shapes do not fit together */
+    CLF_ERROR_UNSUPPORTED = -1002,      /* dtype/feature not supported on this device */
+    CLF_ERROR_OUT_OF_MEMORY = -1003,    /* host allocation failed */
+    CLF_ERROR_BUILD_FAILED = -1004,     /* kernel compilation failed (log in last_error) */
+    CLF_ERROR_IO = -1005,               /* file could not be read or written */
+    CLF_ERROR_BAD_FORMAT = -1006,       /* corrupt or malformed file */
+    CLF_ERROR_NO_DEVICE = -1007,        /* no OpenCL device, or none matches the spec */
+    CLF_ERROR_SIZE_LIMIT = -1008,       /* size over a device limit or size_t overflow */
+    CLF_ERROR_CLBLAST = -1009,          /* CLBlast reported an error */
+    CLF_ERROR_OUT_OF_RANGE = -1010,     /* an index (token id, position) out of range */
+    CLF_ERROR_INTERNAL = -1011          /* a bug in clformer: please report it */
+} clf_status;
+
+/* Static description of a status; never NULL. */
+CLF_API const char *clf_strerror(clf_status status);
+
+/* ---------------------------------------------------------------- devices */
+
+#define CLF_NAME_LEN 256
+
+typedef enum {
+    CLF_DEVICE_CPU = 1,
+    CLF_DEVICE_GPU = 2,
+    CLF_DEVICE_ACCELERATOR = 3,
+    CLF_DEVICE_OTHER = 4
+} clf_device_type;
+
+typedef struct clf_device_info {
+    uint32_t global_index;   /* position in clf_device_list() order */
+    uint32_t platform_index; /* platform number, as clGetPlatformIDs orders them */
+    uint32_t device_index;   /* device number within the platform */
+    char platform_name[CLF_NAME_LEN];
+    char name[CLF_NAME_LEN];
+    char vendor[CLF_NAME_LEN];
+    char driver_version[CLF_NAME_LEN];
+    char device_version[CLF_NAME_LEN];   /* "OpenCL 1.2 ..." */
+    char opencl_c_version[CLF_NAME_LEN]; /* "OpenCL C 1.2 ..." */
+    clf_device_type type;
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    uint64_t local_mem_bytes;
+    int local_mem_dedicated; /* 1: on-chip scratchpad (GPU); 0: ordinary memory (CPU) */
+    uint64_t max_work_group_size;
+    uint32_t preferred_vector_width_float;
+    uint32_t native_vector_width_float;
+    int has_fp16;
+    int has_fp64;
+    int has_subgroups;
+    int is_simulator; /* 1: a simulator (Oclgrind); never picked unless a spec names it */
+} clf_device_info;
+
+/* Lists every device of every platform. Writes up to `capacity` entries to `infos` (may be NULL
+ * when capacity is 0) and the total number to *count. No platform at all yields *count = 0 and
+ * CLF_SUCCESS. */
+CLF_API clf_status clf_device_list(clf_device_info *infos, uint32_t capacity, uint32_t *count);
+
+/* Picks a device by spec (see clf_context_params.device_spec). On failure writes a message naming
+ * the existing devices to msg (if msg != NULL). */
+CLF_API clf_status clf_device_select(const char *spec, clf_device_info *out, char *msg,
+                                     size_t msg_size);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct clf_context clf_context;
+
+typedef struct clf_context_params {
+    /* Device choice: "gpu", "cpu", "accelerator", a global index ("0"), "platform:device"
+     * ("1:0"), or a case-insensitive substring of the vendor, platform or device name
+     * ("nvidia", "intel", "amd", "pthread", "rusticl", "oclgrind"). NULL: $CLF_DEVICE, else the
+     * first GPU, else the first CPU, else the first accelerator, else any other device. Neither
+     * the default nor "gpu"/"cpu"/"accelerator" ever picks a simulator (Oclgrind, which reports
+     * every type): only an index or a name does. */
+    const char *device_spec;
+    int enable_profiling;   /* 1: time every kernel (clf_context_profile) */
+    int disk_cache;         /* 1 (default): keep built programs on disk */
+    const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
+    const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
+    char *error_buf;        /* optional: why clf_context_create failed (no context to ask) */
+    size_t error_buf_size;
+    /* 1 (default): give CLBlast this device's saved GEMM tuning (clf_gemm_tune), else the
+     * built-in values for its device type; 0: leave CLBlast's own defaults. CLBlast keeps
+     * overrides per device for the whole process, so contexts on one device share them. */
+    int gemm_tuning;
+} clf_context_params;
+
+CLF_API clf_context_params clf_context_default_params(void);
+
+/* Creates a context, its OpenCL context and an in-order queue on the chosen device. */
+CLF_API clf_status clf_context_create(clf_context **out, const clf_context_params *params);
+
+/* Wraps an application's own OpenCL objects; they are retained and released by the context, so
+ * the application and clformer (and CLBlast) share the queue. params may be NULL. The queue must
+ * be in-order; profiling is used only if the queue was created with it. */
+CLF_API clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_ctx,
+                                              cl_device_id device, cl_command_queue queue,
+                                              const clf_context_params *params);
+
+CLF_API void clf_context_free(clf_context *ctx);
+
+/* The detail message of the last failed call on this context ("" if none). Valid until the next
+ * call on the context. */
+CLF_API const char *clf_context_last_error(const clf_context *ctx);
+
+CLF_API clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out);
+CLF_API cl_context clf_context_cl_context(const clf_context *ctx);
+CLF_API cl_device_id clf_context_cl_device(const clf_context *ctx);
+CLF_API cl_command_queue clf_context_cl_queue(const clf_context *ctx);
+
+/* Waits for all queued work. */
+CLF_API clf_status clf_context_finish(clf_context *ctx);
+
+/* Builds every library program and creates every kernel now instead of at first use. */
+CLF_API clf_status clf_context_warmup(clf_context *ctx);
+
+/* Overrides a kernel tunable, e.g. ("softmax.WG", 64). The program that reads it is rebuilt at
+ * its next use. Unknown names or values <= 0 are CLF_ERROR_INVALID_ARGUMENT. */
+CLF_API clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t value);
+/* Reads the value in force (override, else the device-type default). */
+CLF_API clf_status clf_context_get_tunable(const clf_context *ctx, const char *name,
+                                           int64_t *value);
+
+/* Statistics of the program cache since the context was created. */
+typedef struct clf_cache_stats {
+    uint32_t programs_built_from_source;
+    uint32_t programs_loaded_from_disk;
+    uint32_t programs_from_memory;
+} clf_cache_stats;
+CLF_API clf_status clf_context_cache_stats(const clf_context *ctx, clf_cache_stats *out);
+
+/* With enable_profiling: total device time of kernels run since the last reset, and how many. */
+CLF_API clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns,
+                                       uint64_t *kernel_count);
+CLF_API clf_status clf_context_profile_reset(clf_context *ctx);
+
+/* Builds (through the context's program cache) a kernel from caller-provided OpenCL C source;
+ * the caller releases the returned kernel. A source that does not compile yields
+ * CLF_ERROR_BUILD_FAILED with the full build log in clf_context_last_error(). */
+CLF_API clf_status clf_context_build_kernel(clf_context *ctx, const char *source,
+                                            const char *options, const char *kernel_name,
+                                            cl_kernel *out);
+
+/* ---------------------------------------------------------------- tensors */
+
+#define CLF_MAX_DIMS 4
+
+typedef enum { CLF_F32 = 0, CLF_F16 = 1, CLF_I32 = 2 } clf_dtype;
+
+typedef struct clf_tensor clf_tensor;
+
+/* Allocates an uninitialized device tensor. Sizes are checked for overflow and against the
+ * device's max allocation. */
+CLF_API clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim,
+                                     const int64_t *shape, clf_tensor **out);
+CLF_API void clf_tensor_free(clf_tensor *t);
+
+/* Blocking transfers; `bytes` must equal clf_tensor_bytes(t). */
+CLF_API clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes);
+CLF_API clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes);
+/* Sets every element to value (converted to the dtype; I32 takes the integer part). */
+CLF_API clf_status clf_tensor_fill(clf_tensor *t, double value);
+/* Copies src into dst (same dtype and element count). */
+CLF_API clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src);
+/* Changes the shape in place; the element count must stay the same. */
+CLF_API clf_status clf_tensor_reshape(clf_tensor *t, int ndim, const int64_t *shape);
+
+CLF_API int clf_tensor_ndim(const clf_tensor *t);
+CLF_API int64_t clf_tensor_dim(const clf_tensor *t, int i); /* negative i counts from the end */
+CLF_API int64_t clf_tensor_numel(const clf_tensor *t);
+CLF_API size_t clf_tensor_bytes(const clf_tensor *t);
+CLF_API clf_dtype clf_tensor_dtype(const clf_tensor *t);
+CLF_API cl_mem clf_tensor_cl_mem(const clf_tensor *t);
+CLF_API size_t clf_dtype_size(clf_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLFORMER_CORE_H */

@@ -1,0 +1,109 @@
+/*
+ * clformer/io.h — model files: safetensors, and the WordPiece tokenizer.
+ * Part of clformer's public API; include <clformer/clformer.h>, which includes every part.
+ */
+#ifndef CLFORMER_IO_H
+#define CLFORMER_IO_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- safetensors
+ * A reader of the safetensors format (8-byte little-endian header size, a JSON header naming
+ * each tensor's dtype, shape and [begin, end) byte offsets into the data that follows). Opening
+ * validates the whole header: every dtype is known, every shape's size matches its byte range,
+ * every range lies inside the file and no two overlap; a corrupt or truncated file is refused
+ * with a message saying what is wrong. Data is read from the file when a tensor is loaded; one
+ * clf_safetensors may be read from several threads at once (each read opens the file). */
+typedef struct clf_safetensors clf_safetensors;
+
+typedef enum {
+    CLF_ST_F32 = 0,
+    CLF_ST_F16,
+    CLF_ST_BF16,
+    CLF_ST_F64,
+    CLF_ST_I32,
+    CLF_ST_I64,
+    CLF_ST_OTHER /* any other dtype of the format (I8, U8, BOOL, ...): listed, not loadable */
+} clf_st_dtype;
+
+#define CLF_ST_MAX_DIMS 8
+
+typedef struct clf_st_info {
+    const char *name;
+    clf_st_dtype dtype;
+    const char *dtype_name; /* as in the file, e.g. "BF16" */
+    int ndim;
+    int64_t shape[CLF_ST_MAX_DIMS];
+    int64_t numel;
+    uint64_t offset, bytes; /* within the file */
+} clf_st_info;
+
+/* err (optional) receives the reason of a failure. */
+CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, char *err,
+                                        size_t err_size);
+CLF_API void clf_safetensors_close(clf_safetensors *st);
+CLF_API size_t clf_safetensors_count(const clf_safetensors *st);
+/* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. */
+CLF_API const clf_st_info *clf_safetensors_at(const clf_safetensors *st, size_t i);
+CLF_API const clf_st_info *clf_safetensors_find(const clf_safetensors *st, const char *name);
+/* Reads a tensor into host memory converted to float (F32, F16, BF16, F64, I32, I64) or int32
+ * (I32, I64 in range); `count` must equal its numel. */
+CLF_API clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name, float *dst,
+                                            int64_t count, char *err, size_t err_size);
+CLF_API clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
+                                            int32_t *dst, int64_t count, char *err,
+                                            size_t err_size);
+/* Loads a tensor into a new f32 (or, for integer dtypes, I32) device tensor. With shape != NULL
+ * its shape must be exactly (shape[0], ..., shape[ndim-1]); a missing tensor, another shape or
+ * an unloadable dtype is an error naming the tensor. */
+CLF_API clf_status clf_safetensors_load(clf_context *ctx, const clf_safetensors *st,
+                                        const char *name, int ndim, const int64_t *shape,
+                                        clf_tensor **out);
+
+/* One tensor to write: F32 or I32 data (host, row-major), ndim 0 .. CLF_ST_MAX_DIMS. */
+typedef struct clf_st_entry {
+    const char *name;
+    clf_st_dtype dtype; /* CLF_ST_F32 or CLF_ST_I32 */
+    int ndim;
+    const int64_t *shape;
+    const void *data;
+} clf_st_entry;
+
+/* Writes a safetensors file (through a temporary file renamed into place). */
+CLF_API clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
+                                         char *err, size_t err_size);
+
+/* ---------------------------------------------------------------- WordPiece tokenizer
+ * BERT's tokenizer for uncased vocabularies, as Hugging Face's BertNormalizer, BertPreTokenizer
+ * and WordPiece do it: control characters removed and whitespace unified; spaces put around CJK
+ * ideographs; accents stripped (NFD without nonspacing marks) and text lowercased; split on
+ * whitespace and around punctuation (Unicode P* and ASCII symbols); each word split into the
+ * longest vocabulary pieces first ("##" marks a continuation), a word with no split (or over 100
+ * characters) becoming [UNK]; then [CLS] ... [SEP]. Invalid UTF-8 bytes are dropped. */
+typedef struct clf_tokenizer clf_tokenizer;
+
+/* Reads a vocab.txt (one token per line, the line number is the id). It must hold [CLS], [SEP],
+ * [UNK] and [PAD]. */
+CLF_API clf_status clf_tokenizer_load(const char *vocab_path, clf_tokenizer **out, char *err,
+                                      size_t err_size);
+CLF_API void clf_tokenizer_free(clf_tokenizer *tok);
+CLF_API int64_t clf_tokenizer_vocab_size(const clf_tokenizer *tok);
+/* The token of an id, NULL if out of range. */
+CLF_API const char *clf_tokenizer_token(const clf_tokenizer *tok, int64_t id);
+/* Ids of a special token ("[CLS]", "[SEP]", "[UNK]", "[PAD]", ...) or any token; -1 if absent. */
+CLF_API int64_t clf_tokenizer_find(const clf_tokenizer *tok, const char *token);
+/* Encodes UTF-8 text as [CLS] pieces [SEP], keeping at most max_len ids (>= 2: the pieces are
+ * truncated to max_len - 2, as Hugging Face truncates). ids has room for max_len; *count
+ * receives the number written. */
+CLF_API clf_status clf_tokenizer_encode(const clf_tokenizer *tok, const char *text, int64_t max_len,
+                                        int32_t *ids, int64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLFORMER_IO_H */

@@ -1,0 +1,202 @@
+/*
+ * clformer/models.h — Transformer models (d2l's encoder-decoder, BERT encoders) and sentence
+ * embeddings. Part of clformer's public API; include <clformer/clformer.h>, which includes every
+ * part.
+ */
+#ifndef CLFORMER_MODELS_H
+#define CLFORMER_MODELS_H
+
+#include "io.h"
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- Transformer models
+ * d2l's Transformer and BERT-style encoders built from the ops above.
+ *
+ * Encoder (post-LN, as d2l's EncoderBlock and BERT):
+ *   X = embed(ids)
+ *   per block: Y = AddNorm(X, MHA(X, X, X, valid_lens)); X = AddNorm(Y, FFN(Y))
+ * where MHA projects Q, K, V with one fused GEMM, runs clf_attention over all heads and projects
+ * back with W_o; FFN = dense2(act(dense1(.))); AddNorm(X, Y) = LayerNorm(X + Y).
+ * Decoder (d2l's DecoderBlock): causal self-attention over a KV cache of projected keys and
+ * values, AddNorm, cross-attention over the encoder outputs (projected to K, V once per
+ * sequence) with their valid lengths, AddNorm, FFN, AddNorm, then a dense layer to the vocabulary.
+ *
+ * Weight names (safetensors, PyTorch module names; <p> is the prefix given to the loader):
+ *   CLF_ARCH_D2L encoder, d2l's TransformerEncoder:
+ *     <p>embedding.weight (V, d)
+ *     <p>blks.block<i>.attention.W_{q,k,v,o}.weight (d, d)  [.bias (d) if use_bias]
+ *     <p>blks.block<i>.addnorm{1,2}.ln.{weight,bias} (d)
+ *     <p>blks.block<i>.ffn.dense1.{weight (F, d), bias (F)}, ffn.dense2.{weight (d, F), bias (d)}
+ *   CLF_ARCH_D2L decoder, d2l's TransformerDecoder: embedding.weight,
+ *     blks.block<i>.attention{1,2}.W_{q,k,v,o}.weight [.bias if use_bias],
+ *     blks.block<i>.addnorm{1,2,3}.ln.{weight,bias}, blks.block<i>.ffn.dense{1,2}.*,
+ *     dense.{weight (V, d), bias (V)}
+ *   CLF_ARCH_BERT encoder (Hugging Face BertModel; <p> is "" or "bert."):
+ *     embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight,
+ *     embeddings.LayerNorm.{weight,bias},
+ *     encoder.layer.<i>.attention.self.{query,key,value}.{weight,bias},
+ *     encoder.layer.<i>.attention.output.dense.{weight,bias},
+ *     encoder.layer.<i>.attention.output.LayerNorm.{weight,bias},
+ *     encoder.layer.<i>.intermediate.dense.{weight,bias},
+ *     encoder.layer.<i>.output.dense.{weight,bias}, encoder.layer.<i>.output.LayerNorm.*
+ */
+typedef enum {
+    CLF_ARCH_D2L = 0, /* embedding x sqrt(d) + sinusoidal positions; d2l's names */
+    CLF_ARCH_BERT = 1 /* word + learned position + token type 0 embeddings, LayerNorm */
+} clf_arch;
+
+typedef struct clf_transformer_config {
+    clf_arch arch;
+    int64_t vocab_size;      /* rows of the embedding (and the decoder's output size) */
+    int64_t num_hiddens;     /* d; norm_shape is (d) */
+    int64_t ffn_num_hiddens; /* F */
+    int64_t num_heads;       /* H; d must be a multiple of H, d / H <= 256 */
+    int64_t num_layers;
+    int use_bias;           /* biases of the attention projections (d2l's use_bias) */
+    clf_activation ffn_act; /* RELU in d2l, GELU_ERF in BERT */
+    float norm_eps;         /* LayerNorm eps: 1e-5 in d2l, 1e-12 in BERT */
+    int64_t max_len;        /* longest sequence (positions); 0: 1000 (d2l's table) */
+} clf_transformer_config;
+
+/* d2l's defaults for given sizes: D2L, ReLU, eps 1e-5, no attention bias, max_len 1000. */
+CLF_API clf_transformer_config clf_transformer_default_config(int64_t vocab_size,
+                                                              int64_t num_hiddens,
+                                                              int64_t ffn_num_hiddens,
+                                                              int64_t num_heads,
+                                                              int64_t num_layers);
+
+/* Weights and runs are apart: a clf_encoder / clf_decoder holds the loaded weights, which no call
+ * changes; a clf_encoder_state / clf_decoder_state holds what one run changes (activations, KV
+ * caches, recorded attention weights), so several states run over one copy of the weights, e.g.
+ * two batches decoded at once. Each encoder and decoder also owns one state, which the calls
+ * without "_state" use (clf_encoder_forward, clf_decoder_step, ...). A state borrows its encoder
+ * or decoder: free it first. Calls on one context run one at a time (a context is not
+ * thread-safe), so states of one context are interleaved, not concurrent. */
+typedef struct clf_encoder clf_encoder;
+typedef struct clf_decoder clf_decoder;
+typedef struct clf_encoder_state clf_encoder_state;
+typedef struct clf_decoder_state clf_decoder_state;
+
+/* Loads an encoder's weights (checked: every tensor present with its exact shape). */
+CLF_API clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                    const clf_transformer_config *cfg, clf_encoder **out);
+CLF_API void clf_encoder_free(clf_encoder *enc);
+/* Allocates the activation workspace for up to `batch` sequences of `len` tokens now (forward
+ * otherwise grows it on demand; it never shrinks). len must not exceed cfg.max_len. */
+CLF_API clf_status clf_encoder_reserve(clf_encoder *enc, int64_t batch, int64_t len);
+/* out (B, N, d) = encoder(ids (B, N) I32); valid_lens (B) I32 or NULL masks the keys of each
+ * sequence beyond its length (d2l's valid_lens). Rows past a sequence's length are
+ * computed too (they attend to the valid keys), as in d2l. */
+CLF_API clf_status clf_encoder_forward(clf_encoder *enc, const clf_tensor *ids,
+                                       const clf_tensor *valid_lens, clf_tensor *out);
+/* 1: later forwards run attention through the naive path and keep each layer's weights
+ * (d2l's attention_weights), readable with clf_encoder_attention_weights. */
+CLF_API clf_status clf_encoder_record_weights(clf_encoder *enc, int on);
+/* The (B, H, N, N) attention weights of a layer from the last forward; NULL if not recorded. */
+CLF_API const clf_tensor *clf_encoder_attention_weights(const clf_encoder *enc, int64_t layer);
+/* GEMMs and other kernels queued by one forward of the last shape, per layer (for reports). */
+CLF_API int64_t clf_encoder_launches_per_layer(const clf_encoder *enc);
+
+/* A new state over enc's weights (its workspace grows on first use). The same calls as above, on
+ * that state. */
+CLF_API clf_status clf_encoder_state_create(const clf_encoder *enc, clf_encoder_state **out);
+CLF_API void clf_encoder_state_free(clf_encoder_state *s);
+CLF_API clf_status clf_encoder_state_reserve(clf_encoder_state *s, int64_t batch, int64_t len);
+CLF_API clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids,
+                                             const clf_tensor *valid_lens, clf_tensor *out);
+CLF_API clf_status clf_encoder_state_record_weights(clf_encoder_state *s, int on);
+/* Owned by the state: valid until its next forward or its free. */
+CLF_API const clf_tensor *clf_encoder_state_attention_weights(const clf_encoder_state *s,
+                                                              int64_t layer);
+
+CLF_API clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                    const clf_transformer_config *cfg, clf_decoder **out);
+CLF_API void clf_decoder_free(clf_decoder *dec);
+/* d2l's init_state: projects the encoder outputs (B, Ns, d) to each layer's cross-attention
+ * K and V once, keeps a copy of enc_valid_lens (B) I32 (or NULL), and allocates the KV caches
+ * and workspace for `max_len` decoded tokens (<= cfg.max_len). The decoded length becomes 0. */
+CLF_API clf_status clf_decoder_init_state(clf_decoder *dec, const clf_tensor *enc_outputs,
+                                          const clf_tensor *enc_valid_lens, int64_t max_len);
+/* Decodes T new tokens ids (B, T) I32 at positions length .. length+T-1, appending their
+ * projected keys and values to the caches; logits (B, T, V). T = 1 is incremental decoding;
+ * T = N from length 0 is d2l's training-mode decoding (causal mask). Fails without
+ * writing anything if length + T > max_len. */
+CLF_API clf_status clf_decoder_step(clf_decoder *dec, const clf_tensor *ids, clf_tensor *logits);
+/* Forgets the decoded tokens (keeps the encoder state). */
+CLF_API clf_status clf_decoder_reset(clf_decoder *dec);
+CLF_API int64_t clf_decoder_length(const clf_decoder *dec);
+/* 1: later steps use the naive attention path and keep each layer's weights:
+ * which 0 = self-attention (B, H, T, length), 1 = cross-attention (B, H, T, Ns). */
+CLF_API clf_status clf_decoder_record_weights(clf_decoder *dec, int on);
+CLF_API const clf_tensor *clf_decoder_attention_weights(const clf_decoder *dec, int64_t layer,
+                                                        int which);
+
+/* A new state over dec's weights, to be initialized with clf_decoder_state_init. The same calls
+ * as above, on that state: each state decodes its own batch with its own caches. */
+CLF_API clf_status clf_decoder_state_create(const clf_decoder *dec, clf_decoder_state **out);
+CLF_API void clf_decoder_state_free(clf_decoder_state *s);
+CLF_API clf_status clf_decoder_state_init(clf_decoder_state *s, const clf_tensor *enc_outputs,
+                                          const clf_tensor *enc_valid_lens, int64_t max_len);
+CLF_API clf_status clf_decoder_state_step(clf_decoder_state *s, const clf_tensor *ids,
+                                          clf_tensor *logits);
+CLF_API clf_status clf_decoder_state_reset(clf_decoder_state *s);
+CLF_API int64_t clf_decoder_state_length(const clf_decoder_state *s);
+CLF_API clf_status clf_decoder_state_record_weights(clf_decoder_state *s, int on);
+/* Owned by the state: valid until its next step or its free. */
+CLF_API const clf_tensor *clf_decoder_state_attention_weights(const clf_decoder_state *s,
+                                                              int64_t layer, int which);
+
+/* Called after each greedy step with the step number; may read the decoder's weights. */
+typedef void (*clf_step_fn)(void *user, const clf_decoder *dec, int64_t step);
+
+typedef struct clf_greedy_params {
+    int32_t bos, eos;  /* the first input token; the token that ends a sequence */
+    int64_t max_steps; /* at most this many tokens per sequence */
+    clf_step_fn on_step;
+    void *user;
+} clf_greedy_params;
+
+/* d2l's predict_seq2seq for a batch: encodes src (B, Ns) I32 with src_valid_lens (B) I32
+ * (or NULL), then feeds bos and each step's argmax until every sequence has produced eos or
+ * max_steps tokens. tokens (B, max_steps) host receives each sequence's tokens (eos excluded,
+ * the rest -1) and lengths (B) their counts. */
+CLF_API clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tensor *src,
+                                     const clf_tensor *src_valid_lens,
+                                     const clf_greedy_params *params, int32_t *tokens,
+                                     int64_t *lengths);
+
+/* ---------------------------------------------------------------- sentence embeddings
+ * A sentence-transformers model folder with a BERT encoder (e.g. all-MiniLM-L6-v2):
+ * config.json (BertModel sizes), vocab.txt, model.safetensors, and optionally
+ * sentence_bert_config.json (max_seq_length), 1_Pooling/config.json (mean pooling is the only
+ * mode supported) and modules.json (a Normalize module turns on L2 normalization).
+ * An embedding is the mean of the encoder outputs over the sentence's tokens ([CLS] and [SEP]
+ * included, padding excluded), L2-normalized when the model says so. */
+typedef struct clf_sentence_model clf_sentence_model;
+
+CLF_API clf_status clf_sentence_model_load(clf_context *ctx, const char *dir,
+                                           clf_sentence_model **out);
+CLF_API void clf_sentence_model_free(clf_sentence_model *m);
+CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
+/* Longest token sequence (sentences are truncated to it). */
+CLF_API int64_t clf_sentence_model_max_len(const clf_sentence_model *m);
+CLF_API const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m);
+CLF_API clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m);
+/* Embeds n UTF-8 sentences into out (n, dim), in batches of up to batch_size (0: 32) sentences
+ * of similar length. */
+CLF_API clf_status clf_sentence_embed(clf_sentence_model *m, const char *const *texts, int64_t n,
+                                      int64_t batch_size, float *out);
+/* Embeds a batch already tokenized on the device: ids (B, N) I32 padded with [PAD], lens (B)
+ * I32 the token counts; out (B, dim) host. */
+CLF_API clf_status clf_sentence_embed_ids(clf_sentence_model *m, const clf_tensor *ids,
+                                          const clf_tensor *lens, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLFORMER_MODELS_H */
