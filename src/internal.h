@@ -224,6 +224,12 @@ clf_status clf__fail(clf_context *ctx, clf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Formats a message into a caller's buffer (buf may be NULL or size 0: nothing written). */
+void clf__msg(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* Same for an OpenCL error from call `what`. */
 clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */

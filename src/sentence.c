@@ -150,7 +150,7 @@ clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_senten
             clf_safetensors_find(w, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
         st = clf_encoder_load(ctx, w, prefix, &m->cfg, &m->enc);
     }
-    clf_safetensors_close(w);
+    clf_safetensors_free(w);
     if (st != CLF_SUCCESS) {
         clf_sentence_model_free(m);
         return st;

@@ -139,6 +139,14 @@ clf_status clf__fail(clf_context *ctx, clf_status status, const char *fmt, ...) 
     return status;
 }
 
+void clf__msg(char *buf, size_t size, const char *fmt, ...) {
+    if (!buf || size == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
 clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what) {
     const char *name = clf__cl_error_name(err);
     if (name) return clf__fail(ctx, err, "%s failed: %s (%d)", what, name, (int)err);

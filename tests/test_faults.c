@@ -206,7 +206,7 @@ static clf_status model_workload(clf_context *ctx, float *out, const char **op,
         clf_tensor_free(all[i]);
     clf_encoder_free(enc);
     clf_decoder_free(dec);
-    clf_safetensors_close(st);
+    clf_safetensors_free(st);
     return rc;
 }
 

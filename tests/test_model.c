@@ -643,7 +643,7 @@ int main(void) {
         cmocka_unit_test(test_two_threads),
     };
     int rc = HARNESS_RUN("model", tests);
-    clf_safetensors_close(g_w);
-    clf_safetensors_close(g_fx);
+    clf_safetensors_free(g_w);
+    clf_safetensors_free(g_fx);
     return rc;
 }

@@ -111,7 +111,7 @@ static void test_dtypes(void **state) {
     CLF_OK(clf_safetensors_load(g_ctx, st, "l", 0, NULL, &t));
     assert_int_equal(clf_tensor_dtype(t), CLF_I32);
     clf_tensor_free(t);
-    clf_safetensors_close(st);
+    clf_safetensors_free(st);
 }
 
 /* Every corruption is refused at open with BAD_FORMAT (or IO) and a message containing `why`. */
@@ -196,7 +196,7 @@ static void test_truncated_everywhere(void **state) {
     fclose(g);
     assert_int_equal(clf_safetensors_open(path_of("cut.safetensors"), &st, err, sizeof(err)),
                      CLF_SUCCESS);
-    clf_safetensors_close(st);
+    clf_safetensors_free(st);
     free(buf);
 }
 

@@ -45,7 +45,7 @@ typedef struct clf_st_info {
 /* err (optional) receives the reason of a failure. */
 CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, char *err,
                                         size_t err_size);
-CLF_API void clf_safetensors_close(clf_safetensors *st);
+CLF_API void clf_safetensors_free(clf_safetensors *st);
 CLF_API size_t clf_safetensors_count(const clf_safetensors *st);
 /* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. */
 CLF_API const clf_st_info *clf_safetensors_at(const clf_safetensors *st, size_t i);

@@ -139,7 +139,7 @@ static int load_random(clf_context *ctx, const char *path, const clf_transformer
     }
     clf_status s =
         enc ? clf_encoder_load(ctx, st, "", c, enc) : clf_decoder_load(ctx, st, "", c, dec);
-    clf_safetensors_close(st);
+    clf_safetensors_free(st);
     return s != CLF_SUCCESS ? fail(ctx, enc ? "encoder_layer" : "decoder_step", s) : 0;
 }
 
