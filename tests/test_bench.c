@@ -135,6 +135,7 @@ static void test_outputs(void **state) {
         points++;
     assert_int_equal(points, 2);
     free(text);
+    harness_remove_tree(g_dir);
 }
 
 static void write_run(const char *path, double add_ms, double sm_ms) {
@@ -152,6 +153,8 @@ static void write_run(const char *path, double add_ms, double sm_ms) {
 
 static void test_compare(void **state) {
     (void)state;
+    snprintf(g_dir, sizeof(g_dir), "/tmp/clf-bench-test-XXXXXX"); /* its own: runs alone too */
+    assert_non_null(mkdtemp(g_dir));
     char cur[128], base[128], cmd[1024], *out;
     snprintf(cur, sizeof(cur), "%s/cur.json", g_dir);
     snprintf(base, sizeof(base), "%s/base.json", g_dir);
@@ -175,6 +178,7 @@ static void test_compare(void **state) {
     assert_int_not_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "malformed"));
     free(out);
+    harness_remove_tree(g_dir);
 }
 
 static void test_errors(void **state) {
@@ -196,7 +200,6 @@ static void test_errors(void **state) {
     assert_int_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "[0] "));
     free(out);
-    harness_remove_tree(g_dir);
 }
 
 int main(void) {

@@ -1,12 +1,15 @@
 /*
  * test_gemm_tuning.c — the GEMM tuning file (parsing, malformed files, persistence) and a short
- * run of the tuner. CLBlast's overrides are per process, so this program has its own.
+ * run of the tuner whose result is checked on random rectangular products, with the tuned
+ * indirect kernel forced too.
  */
 #include "harness.h"
+#include "../src/tuning/gemm_params.h"
 #include "../src/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -45,25 +48,66 @@ static void test_parse(void **state) {
 
 static char g_dir[64];
 
-/* The tuning file the tuner wrote in g_dir (the only one there). */
-static char *tuning_file(void) {
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "ls %s/gemm-tuning/*.json 2>/dev/null | head -n1", g_dir);
-    FILE *f = popen(cmd, "r");
-    static char path[512];
-    path[0] = '\0';
-    if (f) {
-        if (!fgets(path, sizeof(path), f)) path[0] = '\0';
-        pclose(f);
-    }
-    path[strcspn(path, "\n")] = '\0';
+/* A fresh tuning folder in g_dir; returns this device's GEMM tuning file path there (not
+ * written, its folder made), so every test runs alone. */
+static char *fresh_tuning_file(void) {
+    snprintf(g_dir, sizeof(g_dir), "/tmp/clf-tune-test-XXXXXX");
+    assert_non_null(mkdtemp(g_dir));
+    clf_context *ctx = harness_context_in(g_dir);
+    static char path[600];
+    char *p = clf__tuning_path(ctx, CLF_GEMM_TUNING_KIND);
+    assert_non_null(p);
+    snprintf(path, sizeof(path), "%s", p);
+    free(p);
+    clf_context_free(ctx);
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/%s", g_dir, CLF_GEMM_TUNING_KIND);
+    assert_int_equal(clf__make_dirs(dir), 0);
     return path;
+}
+
+/* c (m, n) = a (m, k) b (k, n) with random entries in [-1, 1], against a double reference. Bound:
+ * per entry 2e-5 * sum_k |a_ik b_kj|, above fp32's worst case for k = 288 sequential
+ * accumulations (288 * 2^-24 = 1.7e-5), far below what swapped or transposed operands give. */
+static void check_gemm(clf_context *ctx, int64_t m, int64_t n, int64_t k) {
+    float *a = malloc((size_t)(m * k) * 4), *b = malloc((size_t)(k * n) * 4);
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = (float)rng_uniform(-1, 1);
+    for (int64_t i = 0; i < k * n; i++)
+        b[i] = (float)rng_uniform(-1, 1);
+    int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+    clf_tensor *ta = tensor_poisoned(CLF_F32, 2, sa), *tb = tensor_poisoned(CLF_F32, 2, sb);
+    clf_tensor *tc = tensor_poisoned(CLF_F32, 2, sc);
+    CLF_OK(clf_tensor_write(ta, a, (size_t)(m * k) * 4));
+    CLF_OK(clf_tensor_write(tb, b, (size_t)(k * n) * 4));
+    CLF_OK(clf_matmul(ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1.0f, ta, tb, 0.0f, tc));
+    float *c = tensor_to_host(tc);
+    double worst = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double ref = 0, mag = 0;
+            for (int64_t p = 0; p < k; p++) {
+                ref += (double)a[i * k + p] * b[p * n + j];
+                mag += fabs((double)a[i * k + p] * b[p * n + j]);
+            }
+            const double e = fabs(c[i * n + j] - ref) / mag;
+            if (!(e <= worst)) worst = e; /* NaN (poison left) counts as worst */
+        }
+    print_message("tuned GEMM %lldx%lldx%lld vs double: max error %.3g of sum |a b|\n",
+                  (long long)m, (long long)n, (long long)k, worst);
+    assert_true(worst <= 2e-5);
+    free(a);
+    free(b);
+    free(c);
+    clf_tensor_free(ta);
+    clf_tensor_free(tb);
+    clf_tensor_free(tc);
 }
 
 static void test_tune_save_and_reload(void **state) {
     (void)state;
-    snprintf(g_dir, sizeof(g_dir), "/tmp/clf-tune-test-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
+    rng_seed(63);
+    char *expected = fresh_tuning_file();
     clf_context *ctx = harness_context_in(g_dir);
     clf_device_info info;
     CLF_OK(clf_context_device_info(ctx, &info));
@@ -75,7 +119,7 @@ static void test_tune_save_and_reload(void **state) {
     assert_true(r.before_gflops > 0 && r.after_gflops > 0);
     assert_true(r.small_before_gflops > 0 && r.small_after_gflops > 0);
     assert_true(r.candidates_tried >= 2); /* at least one of each kernel */
-    assert_true(strlen(r.file) > 0);
+    assert_string_equal(r.file, expected);
     assert_true(access(r.file, R_OK) == 0);
     assert_non_null(strstr(clf_gemm_tuning_source(ctx), "file:"));
     clf_context_free(ctx);
@@ -83,27 +127,22 @@ static void test_tune_save_and_reload(void **state) {
     /* A new context reads the file. */
     ctx = harness_context_in(g_dir);
     assert_non_null(strstr(clf_gemm_tuning_source(ctx), r.file));
-    /* GEMM still computes correctly with what the tuner chose. */
-    int64_t s[2] = {33, 33};
-    float a[33 * 33], c[33 * 33];
-    for (int i = 0; i < 33 * 33; i++)
-        a[i] = (i % 33 == i / 33) ? 1.0f : 0.0f; /* identity */
-    clf_tensor *ta = NULL, *tc = NULL;
-    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, s, &ta));
-    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, s, &tc));
-    CLF_OK(clf_tensor_write(ta, a, sizeof(a)));
-    CLF_OK(clf_matmul(ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1.0f, ta, ta, 0.0f, tc));
-    CLF_OK(clf_tensor_read(tc, c, sizeof(c)));
-    assert_memory_equal(a, c, sizeof(a));
-    clf_tensor_free(ta);
-    clf_tensor_free(tc);
+    /* GEMM still computes correctly with what the tuner chose, at a rectangular shape, with
+     * the switch point the tuner chose and with the tuned indirect kernel (Xgemm) forced. */
+    clf_context *saved = g_ctx; /* tensor_poisoned makes tensors on g_ctx */
+    g_ctx = ctx;
+    check_gemm(ctx, 256, 320, 288);
+    clf_gemm_params p = {.has_routine = true, .min_indirect = 1};
+    CLF_OK(clf__gemm_params_apply(ctx, &p));
+    check_gemm(ctx, 256, 320, 288);
+    g_ctx = saved;
     clf_context_free(ctx);
+    harness_remove_tree(g_dir);
 }
 
 static void test_malformed_file_ignored(void **state) {
     (void)state;
-    char *path = tuning_file();
-    assert_true(strlen(path) > 0);
+    char *path = fresh_tuning_file();
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs("{\"format\": \"clformer-gemm-tuning-1\", \"Xgemm\": {\"GEMMK\": ", f); /* truncated */
