@@ -35,7 +35,7 @@ extern "C" {
  * this type (CL_OUT_OF_RESOURCES is -5 here too); clformer's own codes are named below. */
 typedef enum clf_status {
     CLF_SUCCESS = 0,
-    CLF_OPENCL_ERROR_LAST = -999, /* OpenCL errors are -1 .. CLF_OPENCL_ERROR_LAST */
+    CLF_OPENCL_ERROR_LAST = -999,       /* OpenCL errors are -1 .. CLF_OPENCL_ERROR_LAST */
     CLF_ERROR_INVALID_ARGUMENT = -1000, /* NULL pointer, bad enum, eps <= 0, ... */
     CLF_ERROR_SHAPE_MISMATCH = -1001,   /* tensor shapes do not fit together */
     CLF_ERROR_UNSUPPORTED = -1002,      /* dtype/feature not supported on this device */
