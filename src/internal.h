@@ -14,12 +14,14 @@
 
 /* ---------------------------------------------------------------- library programs */
 
-/* One entry per kernels/<name>.cl file (besides common.cl, which is prepended to each). */
+/* One entry per kernels/<name>.cl program file (common.cl is prepended to each, activation.cl to
+ * those whose clf__prog_preludes entry names it). */
 typedef enum {
     CLF_PROG_SOFTMAX = 0,
     CLF_PROG_LAYERNORM,
     CLF_PROG_POSENC,
     CLF_PROG_ELEMENTWISE,
+    CLF_PROG_LINEAR,
     CLF_PROG_ATTENTION,
     CLF_PROG_COUNT
 } clf_prog_id;
@@ -53,6 +55,8 @@ typedef struct clf_kernel_def {
 } clf_kernel_def;
 
 extern const char *const clf__prog_names[CLF_PROG_COUNT]; /* file stem, e.g. "softmax" */
+/* A shared part prepended after common.cl (file stem), or NULL. */
+extern const char *const clf__prog_preludes[CLF_PROG_COUNT];
 extern const clf_kernel_def clf__kernel_defs[CLF_K_COUNT];
 
 /* Generated at build time from kernels/\*.cl (see cmake/embed_kernels.cmake). */
@@ -289,8 +293,8 @@ void clf__gemm_tuning_register(clf_context *ctx);
  * per device for the whole process). On failure the lock is not held. */
 clf_status clf__gemm_lock(clf_context *ctx);
 void clf__gemm_unlock(void);
-/* Linear layers with weights packed once (CPUs, elementwise.PACK): w (out, in) into panels of
- * elementwise.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
+/* Linear layers with weights packed once (CPUs, linear.PACK): w (out, in) into panels of
+ * linear.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,

@@ -310,18 +310,23 @@ static clf_status kernel_text(clf_context *ctx, const char *name, char **out) {
 }
 
 clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
-    char *common = NULL, *body = NULL;
-    clf_status st = kernel_text(ctx, "common", &common);
-    if (st == CLF_SUCCESS) st = kernel_text(ctx, clf__prog_names[prog], &body);
+    const char *names[3] = {"common", clf__prog_preludes[prog], clf__prog_names[prog]};
+    char *parts[3] = {NULL, NULL, NULL};
+    clf_status st = CLF_SUCCESS;
+    size_t n = 1;
+    for (int i = 0; i < 3 && st == CLF_SUCCESS; i++)
+        if (names[i] && (st = kernel_text(ctx, names[i], &parts[i])) == CLF_SUCCESS)
+            n += strlen(parts[i]) + strlen(names[i]) + 32;
+    if (st == CLF_SUCCESS && !(*out = malloc(n)))
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (st == CLF_SUCCESS) {
-        size_t n = strlen(common) + strlen(body) + 64;
-        *out = malloc(n);
-        if (*out)
-            snprintf(*out, n, "%s\n#line 1 \"%s.cl\"\n%s", common, clf__prog_names[prog], body);
-        else
-            st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
+        size_t off = 0;
+        for (int i = 0; i < 3; i++) /* each part keeps its own file name and line numbers */
+            if (parts[i])
+                off += (size_t)snprintf(*out + off, n - off, "%s#line 1 \"%s.cl\"\n%s\n",
+                                        i ? "\n" : "", names[i], parts[i]);
     }
-    free(common);
-    free(body);
+    for (int i = 0; i < 3; i++)
+        free(parts[i]);
     return st;
 }

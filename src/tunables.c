@@ -10,9 +10,14 @@
 #include <string.h>
 
 const char *const clf__prog_names[CLF_PROG_COUNT] = {
-    [CLF_PROG_SOFTMAX] = "softmax",     [CLF_PROG_LAYERNORM] = "layernorm",
-    [CLF_PROG_POSENC] = "posenc",       [CLF_PROG_ELEMENTWISE] = "elementwise",
-    [CLF_PROG_ATTENTION] = "attention",
+    [CLF_PROG_SOFTMAX] = "softmax", [CLF_PROG_LAYERNORM] = "layernorm",
+    [CLF_PROG_POSENC] = "posenc",   [CLF_PROG_ELEMENTWISE] = "elementwise",
+    [CLF_PROG_LINEAR] = "linear",   [CLF_PROG_ATTENTION] = "attention",
+};
+
+const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
+    [CLF_PROG_ELEMENTWISE] = "activation",
+    [CLF_PROG_LINEAR] = "activation",
 };
 
 /* Work-group dims per kernel: the -D macro each size is compiled in as (NULL: launch-time only),
@@ -24,9 +29,9 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act", {"WG"}, {0}},
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add", {"WG"}, {0}},
     [CLF_K_ARGMAX] = {CLF_PROG_ELEMENTWISE, "argmax_rows", {"ARGMAX_WG"}, {1}},
-    [CLF_K_LINEAR_ROWS] = {CLF_PROG_ELEMENTWISE, "linear_rows", {"SK_LW"}, {1}},
-    [CLF_K_PACK_PANELS] = {CLF_PROG_ELEMENTWISE, "pack_panels", {NULL}, {0}},
-    [CLF_K_LINEAR_PACKED] = {CLF_PROG_ELEMENTWISE, "linear_packed", {NULL}, {0}},
+    [CLF_K_LINEAR_ROWS] = {CLF_PROG_LINEAR, "linear_rows", {"SK_LW"}, {1}},
+    [CLF_K_PACK_PANELS] = {CLF_PROG_LINEAR, "pack_panels", {NULL}, {0}},
+    [CLF_K_LINEAR_PACKED] = {CLF_PROG_LINEAR, "linear_packed", {NULL}, {0}},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled", {"BQ"}, {0}},
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {"BQ"}, {0}},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},
@@ -56,16 +61,22 @@ const clf_tunable_def clf__tunable_defs[] = {
     {"elementwise.WG", CLF_PROG_ELEMENTWISE, 64, 256, 64, 0, 1024, 1, 0},
     /* GELU's erf: 1 polynomial + exp (PoCL's erf(float16) runs scalar: 5x slower), 0 builtin. */
     {"elementwise.ARGMAX_WG", CLF_PROG_ELEMENTWISE, 1, 256, 64, 1, 1024, 1, 0},
-    {"elementwise.SK_ROWS", CLF_PROG_ELEMENTWISE, 8, 4, 4, 0, 16, 1, 0},
-    {"elementwise.SK_OPI", CLF_PROG_ELEMENTWISE, 4, 1, 1, 0, 16, 1, 0},
-    {"elementwise.SK_LW", CLF_PROG_ELEMENTWISE, 1, 64, 16, 1, 1024, 1, 0},
-    {"elementwise.SK_GM", CLF_PROG_ELEMENTWISE, 8, 8, 8, 0, 1024, 1, 0},
-    {"elementwise.PK_R", CLF_PROG_ELEMENTWISE, 8, 4, 4, 0, 16, 1, 0},
-    {"elementwise.PK_NV", CLF_PROG_ELEMENTWISE, 2, 1, 1, 0, 8, 1, 0},
-    {"elementwise.PK_GM", CLF_PROG_ELEMENTWISE, 4, 4, 4, 0, 1024, 1, 0},
-    {"elementwise.PACK", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 1},
-    {"elementwise.SKINNY_MAX", CLF_PROG_ELEMENTWISE, 1 << 30, 8, 8, 0, 1 << 30, 0, 1},
     {"elementwise.ERF_POLY", CLF_PROG_ELEMENTWISE, 1, 0, 0, 0, 1, 0, 0},
+    /* Linear layers (linear.cl): linear_rows (few rows: SK_ROWS rows per launch, SK_OPI outputs
+     * per group, SK_LW work-items per row of w, SK_GM row blocks walked together) up to
+     * SKINNY_MAX rows; on CPUs (PACK) weights packed once into panels for linear_packed (PK_R
+     * rows x PK_NV vectors of VW outputs per work-item, PK_GM blocks walked together). */
+    {"linear.VW", CLF_PROG_LINEAR, 16, 4, 4, 1, 16, 1, 0},
+    {"linear.ERF_POLY", CLF_PROG_LINEAR, 1, 0, 0, 0, 1, 0, 0},
+    {"linear.SK_ROWS", CLF_PROG_LINEAR, 8, 4, 4, 0, 16, 1, 0},
+    {"linear.SK_OPI", CLF_PROG_LINEAR, 4, 1, 1, 0, 16, 1, 0},
+    {"linear.SK_LW", CLF_PROG_LINEAR, 1, 64, 16, 1, 1024, 1, 0},
+    {"linear.SK_GM", CLF_PROG_LINEAR, 8, 8, 8, 0, 1024, 1, 0},
+    {"linear.PK_R", CLF_PROG_LINEAR, 8, 4, 4, 0, 16, 1, 0},
+    {"linear.PK_NV", CLF_PROG_LINEAR, 2, 1, 1, 0, 8, 1, 0},
+    {"linear.PK_GM", CLF_PROG_LINEAR, 4, 4, 4, 0, 1024, 1, 0},
+    {"linear.PACK", CLF_PROG_LINEAR, 1, 0, 0, 0, 1, 0, 1},
+    {"linear.SKINNY_MAX", CLF_PROG_LINEAR, 1 << 30, 8, 8, 0, 1 << 30, 0, 1},
     /* Attention: MAXVW caps the vector width (the host passes VW, the largest power of two
      * <= MAXVW dividing Dh, with DH per call); BQ queries per work-group;
      * SPLIT_NQ: at most this many queries take the split-key (flash-decoding) path, with

@@ -164,6 +164,13 @@ static uint64_t rng_next(void) {
     return rng_state * 0x2545f4914f6cdd1dULL;
 }
 
+float *rng_floats(int64_t n) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = (float)rng_uniform(-1, 1);
+    return x;
+}
+
 double rng_uniform(double lo, double hi) {
     return lo + (hi - lo) * ((double)(rng_next() >> 11) / 9007199254740992.0);
 }

@@ -48,6 +48,8 @@ void harness_remove_tree(const char *dir);
 /* Deterministic random numbers (xorshift64*). */
 void rng_seed(uint64_t seed);
 double rng_uniform(double lo, double hi);
+/* n floats uniform in [-1, 1], malloc'ed. */
+float *rng_floats(int64_t n);
 double rng_normal(void);
 int64_t rng_int(int64_t lo, int64_t hi); /* inclusive */
 

@@ -122,16 +122,62 @@ static void test_bad_input(void **state) {
 }
 
 /* A device that allows 1, 3 or 32 work-items per group. */
+/* Greedy decoding's argmax: random integer rows (ties: the first index), a row of -inf, work-items
+ * per row 1 and 64, and bad shapes and dtypes. */
+static void test_argmax(void **state) {
+    (void)state;
+    const int64_t ns[] = {1, 7, 203, 1000, 4099};
+    const int64_t wgs[] = {1, 64};
+    int64_t ds;
+    CLF_OK(clf_context_get_tunable(g_ctx, "elementwise.ARGMAX_WG", &ds));
+    for (size_t w = 0; w < 2; w++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.ARGMAX_WG", wgs[w]));
+        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+            const int64_t n = ns[i], rows = 5;
+            float *x = malloc((size_t)(rows * n) * sizeof(float));
+            for (int64_t j = 0; j < rows * n; j++)
+                x[j] = (float)rng_int(-50, 50);
+            for (int64_t j = 0; j < n; j++)
+                x[3 * n + j] = -INFINITY; /* all -inf: index 0 */
+            int64_t xs[2] = {rows, n}, os = rows;
+            clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x);
+            clf_tensor *to = tensor_poisoned(CLF_I32, 1, &os);
+            CLF_OK(clf_argmax(g_ctx, tx, to));
+            int32_t got[5];
+            CLF_OK(clf_tensor_read(to, got, sizeof(got)));
+            for (int64_t r = 0; r < rows; r++) {
+                int64_t best = 0;
+                for (int64_t j = 1; j < n; j++)
+                    if (x[r * n + j] > x[r * n + best]) best = j;
+                if (got[r] != best)
+                    fail_msg("argmax n=%lld wg=%lld row %lld: %d, want %lld", (long long)n,
+                             (long long)wgs[w], (long long)r, got[r], (long long)best);
+            }
+            free(x);
+            clf_tensor_free(tx);
+            clf_tensor_free(to);
+        }
+    }
+    CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.ARGMAX_WG", ds)); /* for later tests */
+    int64_t xs[2] = {2, 3}, bad = 3;
+    clf_tensor *tx = tensor_poisoned(CLF_F32, 2, xs), *to = tensor_poisoned(CLF_I32, 1, &bad);
+    assert_int_equal(clf_argmax(g_ctx, tx, to), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_argmax(g_ctx, to, tx), CLF_ERROR_UNSUPPORTED); /* dtypes swapped */
+    clf_tensor_free(tx);
+    clf_tensor_free(to);
+}
+
 static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_bias_act, state);
     harness_under_wg_caps(test_add, state);
+    harness_under_wg_caps(test_argmax, state);
+    harness_under_loop_budget(test_argmax, state, 100);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bias_act),
-        cmocka_unit_test(test_add),
-        cmocka_unit_test(test_wg_caps),
+        cmocka_unit_test(test_bias_act),  cmocka_unit_test(test_add),
+        cmocka_unit_test(test_argmax),    cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("elementwise", tests);

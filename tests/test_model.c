@@ -505,48 +505,6 @@ static void test_bad_weights(void **state) {
 }
 
 /* argmax against a C reference: awkward row lengths, ties (first index wins), -inf rows. */
-static void test_argmax(void **state) {
-    (void)state;
-    const int64_t ns[] = {1, 7, 203, 1000, 4099};
-    const int64_t wgs[] = {1, 64};
-    for (size_t w = 0; w < 2; w++) {
-        CLF_OK(clf_context_set_tunable(g_ctx, "elementwise.ARGMAX_WG", wgs[w]));
-        for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-            const int64_t n = ns[i], rows = 5;
-            float *x = malloc((size_t)(rows * n) * sizeof(float));
-            for (int64_t j = 0; j < rows * n; j++)
-                x[j] = (float)rng_int(-50, 50);
-            for (int64_t j = 0; j < n; j++)
-                x[3 * n + j] = -INFINITY; /* all -inf: index 0 */
-            int64_t xs[2] = {rows, n}, os = rows;
-            clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x);
-            clf_tensor *to = tensor_poisoned(CLF_I32, 1, &os);
-            CLF_OK(clf_argmax(g_ctx, tx, to));
-            int32_t got[5];
-            CLF_OK(clf_tensor_read(to, got, sizeof(got)));
-            for (int64_t r = 0; r < rows; r++) {
-                int64_t best = 0;
-                for (int64_t j = 1; j < n; j++)
-                    if (x[r * n + j] > x[r * n + best]) best = j;
-                if (got[r] != best)
-                    fail_msg("argmax n=%lld wg=%lld row %lld: %d, want %lld", (long long)n,
-                             (long long)wgs[w], (long long)r, got[r], (long long)best);
-            }
-            free(x);
-            clf_tensor_free(tx);
-            clf_tensor_free(to);
-        }
-    }
-    int64_t ds;
-    CLF_OK(clf_context_get_tunable(g_ctx, "elementwise.ARGMAX_WG", &ds));
-    int64_t xs[2] = {2, 3}, bad = 3;
-    clf_tensor *tx = tensor_poisoned(CLF_F32, 2, xs), *to = tensor_poisoned(CLF_I32, 1, &bad);
-    assert_int_equal(clf_argmax(g_ctx, tx, to), CLF_ERROR_SHAPE_MISMATCH);
-    assert_int_equal(clf_argmax(g_ctx, to, tx), CLF_ERROR_UNSUPPORTED); /* dtypes swapped */
-    clf_tensor_free(tx);
-    clf_tensor_free(to);
-}
-
 /* Two threads, each with its own context, load the encoder and decoder and decode greedily at
  * once: both get PyTorch's tokens (no state is shared between contexts). */
 typedef struct thread_job {
@@ -619,20 +577,17 @@ static void test_two_threads(void **state) {
         if (!jobs[i].ok) fail_msg("thread %d: %s", i, jobs[i].err);
 }
 
-/* A device that allows 1, 3 or 32 work-items per group: argmax and the model layers (every
+/* A device that allows 1, 3 or 32 work-items per group: the model layers (every
  * kernel they launch is fitted), and a loop budget as llvmpipe's, scaled down. */
 static void test_wg_caps(void **state) {
-    harness_under_wg_caps(test_argmax, state);
     harness_under_wg_caps(test_encoder_matches_pytorch, state);
     harness_under_wg_caps(test_decoder_matches_pytorch, state);
-    harness_under_loop_budget(test_argmax, state, 100);
     harness_under_loop_budget(test_decoder_matches_pytorch, state, 1000);
 }
 
 int main(void) {
     rng_seed(6);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_argmax),
         cmocka_unit_test(test_encoder_matches_pytorch),
         cmocka_unit_test(test_batch_equals_alone),
         cmocka_unit_test(test_decoder_matches_pytorch),

@@ -1,0 +1,190 @@
+/*
+ * linear.cl — y = act(x W^T + bias), nn.Linear with its epilogue, in clformer's own kernels:
+ *   linear_rows: for a few rows of x (decoding): each weight is read once per SK_ROWS rows, where
+ *             a GEMM would pad the rows to a whole tile.
+ *   pack_panels / linear_packed: W packed once into panels of PK_NV * VW output columns, each
+ *             panel (in, PK_NV * VW) contiguous: a work-item keeps PK_R rows x PK_NV vectors of
+ *             outputs in registers and, per k, broadcasts PK_R scalars of x against PK_NV vectors
+ *             of the panel (CPUs).
+ * Activations: activation.cl (prepended). Larger products on other devices go through CLBlast
+ * (src/ops/linear.c).
+ *
+ * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM.
+ */
+#ifndef VW
+#define VW 16 /* floats per work-item */
+#endif
+#ifndef SK_ROWS
+#define SK_ROWS 4 /* rows of x per launch of linear_rows */
+#endif
+#ifndef SK_OPI
+#define SK_OPI 4 /* output columns per work-group of linear_rows */
+#endif
+#ifndef SK_LW
+#define SK_LW 1 /* work-items sharing a row of w in linear_rows (power of two) */
+#endif
+#ifndef SK_GM
+#define SK_GM 8 /* row blocks walked together by linear_rows (cache reuse) */
+#endif
+#ifndef PK_R
+#define PK_R 8 /* rows of x per work-item of linear_packed */
+#endif
+#ifndef PK_NV
+#define PK_NV 2 /* vectors of VW output columns per work-item (the panel width / VW) */
+#endif
+#ifndef PK_GM
+#define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
+#endif
+
+/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]). Work-group (g0, g1) computes output columns
+ * g0 SK_OPI .. + SK_OPI - 1 of rows g1 SK_ROWS .. + SK_ROWS - 1 (dot products along i, both
+ * operands contiguous); its SK_LW work-items split the length of a row of w (coalesced on GPUs)
+ * and meet in a local-memory tree. */
+__kernel __attribute__((reqd_work_group_size(SK_LW, 1, 1))) void
+linear_rows(const __global float *x,                              /* (total_rows, in) */
+            const int total_rows, const __global float *w,        /* (out, in) */
+            const __global float *bias,                           /* (out); unused if !has_bias */
+            const int has_bias, const int act, __global float *y, /* (total_rows, out) */
+            const int in, const int out) {
+    const int l = (int)get_local_id(0);
+    /* Grouped order: consecutive work-groups walk SK_GM row blocks of one column block, then
+     * the next column block, so the rows stay in cache while each row of w is reused SK_GM
+     * times (the launch is (column blocks, row blocks); its linear order is remapped). */
+    const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
+    const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
+    const int first = pid / (SK_GM * n0) * SK_GM;
+    const int gm = min(n1 - first, SK_GM);
+    const int within = pid % (SK_GM * n0);
+    const int o0 = within / gm * SK_OPI;
+    const long row0 = (long)(first + within % gm) * SK_ROWS;
+    const int rows = min(SK_ROWS, (int)(total_rows - row0));
+    x += row0 * (long)in;
+    y += row0 * (long)out;
+    floatV acc[SK_OPI][SK_ROWS];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++)
+            acc[j][r] = (floatV)(0.0f);
+    const int nv = in / VW;
+    for (int c = l; c < nv; c += SK_LW) {
+        floatV xv[SK_ROWS];
+        for (int r = 0; r < SK_ROWS; r++)
+            xv[r] = r < rows ? VLOAD(c, x + r * (long)in) : (floatV)(0.0f);
+        for (int j = 0; j < SK_OPI; j++) {
+            if (o0 + j >= out) break;
+            const floatV wv = VLOAD(c, w + (long)(o0 + j) * in);
+            for (int r = 0; r < SK_ROWS; r++)
+                acc[j][r] = fma(xv[r], wv, acc[j][r]);
+        }
+    }
+    float s[SK_OPI][SK_ROWS];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++)
+            s[j][r] = HSUM(acc[j][r]);
+    for (int i = nv * VW + l; i < in; i += SK_LW)
+        for (int j = 0; j < SK_OPI && o0 + j < out; j++)
+            for (int r = 0; r < rows; r++)
+                s[j][r] = fma(x[r * (long)in + i], w[(long)(o0 + j) * in + i], s[j][r]);
+#if SK_LW > 1
+    __local float red[SK_LW];
+    for (int j = 0; j < SK_OPI; j++)
+        for (int r = 0; r < SK_ROWS; r++) {
+            red[l] = s[j][r];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int h = SK_LW / 2; h > 0; h >>= 1) {
+                if (l < h) red[l] += red[l + h];
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            s[j][r] = red[0];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
+    if (l != 0) return;
+    for (int j = 0; j < SK_OPI && o0 + j < out; j++) {
+        const float b = has_bias ? bias[o0 + j] : 0.0f;
+        for (int r = 0; r < rows; r++)
+            y[r * (long)out + o0 + j] = act_s(s[j][r] + b, act);
+    }
+}
+
+/* wp[b][k][c] = w[b * PW + c][k] (0 past the last row of w), PW = PK_NV * VW: one item per
+ * element of the packed panels. */
+__kernel void pack_panels(const __global float *w, /* (out, in) */
+                          __global float *wp,      /* (ceil(out / PW), in, PW) */
+                          const int in, const int out) {
+    const int pw = PK_NV * VW;
+    const int c = (int)get_global_id(0), k = (int)get_global_id(1), b = (int)get_global_id(2);
+    const int o = b * pw + c;
+    wp[((long)b * in + k) * pw + c] = o < out ? w[(long)o * in + k] : 0.0f;
+}
+
+/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) from the packed panels of w. Work-group (one
+ * item) (g0, g1) in grouped order (see linear_rows) computes rows PK_R g .. + PK_R - 1 of panel
+ * b; the bias and activation run on whole vectors. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+linear_packed(const __global float *x,                              /* (rows, in) */
+              const int rows, const __global float *wp,             /* packed panels */
+              const __global float *bias,                           /* (out); unused if !has_bias */
+              const int has_bias, const int act, __global float *y, /* (rows, out) */
+              const int in, const int out) {
+    const int pw = PK_NV * VW;
+    const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
+    const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
+    const int first = pid / (PK_GM * n0) * PK_GM;
+    const int gm = min(n1 - first, PK_GM);
+    const int within = pid % (PK_GM * n0);
+    const int b = within / gm;
+    const int r0 = (first + within % gm) * PK_R;
+    const int nr = min(PK_R, rows - r0);
+    floatV acc[PK_R][PK_NV];
+    for (int r = 0; r < PK_R; r++)
+        for (int j = 0; j < PK_NV; j++)
+            acc[r][j] = (floatV)(0.0f);
+    const __global float *panel = wp + (long)b * in * pw;
+    const __global float *xr = x + (long)r0 * in;
+    if (nr == PK_R) {
+        for (int k = 0; k < in; k++) {
+            floatV wv[PK_NV];
+            for (int j = 0; j < PK_NV; j++)
+                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+            for (int r = 0; r < PK_R; r++) {
+                const floatV xs = (floatV)(xr[(long)r * in + k]);
+                for (int j = 0; j < PK_NV; j++)
+                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
+            }
+        }
+    } else { /* the last, partial block of rows */
+        for (int k = 0; k < in; k++) {
+            floatV wv[PK_NV];
+            for (int j = 0; j < PK_NV; j++)
+                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+            for (int r = 0; r < PK_R; r++) {
+                const floatV xs = (floatV)(r < nr ? xr[(long)r * in + k] : 0.0f);
+                for (int j = 0; j < PK_NV; j++)
+                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
+            }
+        }
+    }
+    const int o0 = b * pw;
+    for (int j = 0; j < PK_NV; j++) {
+        const int c0 = o0 + j * VW;
+        if (c0 >= out) break;
+        const bool full = c0 + VW <= out;
+        floatV bv = (floatV)(0.0f);
+        if (has_bias && full) bv = VLOAD(0, bias + c0);
+        for (int r = 0; r < nr; r++) {
+            __global float *yr = y + (long)(r0 + r) * out;
+            if (full) {
+                VSTORE(act_v(acc[r][j] + bv, act), 0, yr + c0);
+            } else {
+                float t[VW];
+#if VW == 1
+                t[0] = acc[r][j];
+#else
+                CLF_CAT(vstore, VW)(acc[r][j], 0, t);
+#endif
+                for (int c = 0; c < out - c0; c++)
+                    yr[c0 + c] = act_s(t[c] + (has_bias ? bias[c0 + c] : 0.0f), act);
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * linear.c — host side of kernels/linear.cl: clf_linear (nn.Linear: y = act(x W^T + b)) through
+ * linear_rows for a few rows (decoding) and through CLBlast plus the bias/activation epilogue for
+ * the rest; on CPUs (linear.PACK) weights packed once into panels for linear_packed.
+ */
+#include "../internal.h"
+
+#include <math.h>
+
+/* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
+static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
+                              const clf_tensor *w, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y, int64_t out) {
+    clf_status st = clf__check_int(ctx, in, "linear input size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
+    cl_kernel k;
+    size_t local[2] = {(size_t)clf__tun(ctx, "linear.SK_LW"), 1};
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, NULL, 2, local, &k);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t chunk = clf__tun(ctx, "linear.SK_ROWS");
+    const int64_t opi = clf__tun(ctx, "linear.SK_OPI");
+    const size_t lw = local[0];
+    cl_mem bm = bias ? bias->mem : w->mem;
+    /* ReLU is free in the kernel's scalar epilogue; GELU's exp is not (PoCL: about 10x the
+     * cost per element of the vectorized bias_act pass), so GELU runs as a second pass. */
+    const bool fused = act == CLF_ACT_IDENTITY || act == CLF_ACT_RELU;
+    cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out;
+    cl_int c_act = fused ? (cl_int)act : (cl_int)CLF_ACT_IDENTITY;
+    cl_int c_rows = (cl_int)rows;
+    const size_t global[2] = {(size_t)((out + opi - 1) / opi) * lw,
+                              (size_t)((rows + chunk - 1) / chunk)};
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
+                       &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
+                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 2, global, local);
+    if (st == CLF_SUCCESS && !fused) st = clf_bias_act(ctx, y, NULL, act, y);
+    return st;
+}
+
+clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
+                      const clf_tensor *bias, clf_activation act, clf_tensor *y) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, w, "w", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
+    if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    char sx[96], sw[96], sy[96];
+    const int64_t in = x->shape[x->ndim - 1];
+    const int64_t out = w->ndim == 2 ? w->shape[0] : -1;
+    bool ok = w->ndim == 2 && w->shape[1] == in && y->ndim == x->ndim &&
+              y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
+    for (int i = 0; ok && i < x->ndim - 1; i++)
+        ok = x->shape[i] == y->shape[i];
+    if (!ok)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "linear: x %s, w %s (out, in), bias of %lld and y %s do not fit",
+                         clf__shape_str(x, sx, sizeof(sx)), clf__shape_str(w, sw, sizeof(sw)),
+                         bias ? (long long)bias->numel : 0LL, clf__shape_str(y, sy, sizeof(sy)));
+    if (y == x) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
+    if (act < CLF_ACT_IDENTITY || act > CLF_ACT_GELU_TANH)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
+    const int64_t rows = x->numel / in;
+    if (rows <= clf__tun(ctx, "linear.SKINNY_MAX"))
+        return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
+    st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
+                                  0, in, 0, 0.0f, y, 0, out, 0, 1);
+    if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;
+    return clf_bias_act(ctx, y, bias, act, y);
+}
+
+clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
+    *packed = NULL;
+    clf_status st = clf__check_tensor(ctx, w, "w", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
+    const int64_t out = w->shape[0], in = w->shape[1];
+    const int64_t pw = clf__tun(ctx, "linear.PK_NV") * clf__tun(ctx, "linear.VW");
+    const int64_t nb = (out + pw - 1) / pw;
+    if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
+    if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    if ((st = clf__kernel(ctx, CLF_K_PACK_PANELS, &k)) != CLF_SUCCESS) return st;
+    int64_t shape[3] = {nb, in, pw};
+    clf_tensor *t = NULL;
+    if ((st = clf_tensor_create(ctx, CLF_F32, 3, shape, &t)) != CLF_SUCCESS) return st;
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &t->mem, sizeof(cl_int),
+                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
+    const size_t global[3] = {(size_t)pw, (size_t)in, (size_t)nb};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_PANELS, k, 3, global, NULL);
+    if (st != CLF_SUCCESS) {
+        clf_tensor_free(t);
+        return st;
+    }
+    *packed = t;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y) {
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
+    if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
+    const int64_t pw = clf__tun(ctx, "linear.PK_NV") * clf__tun(ctx, "linear.VW");
+    char sx[96], sy[96];
+    bool ok = wp->ndim == 3 && wp->shape[1] == in && wp->shape[0] * wp->shape[2] >= out &&
+              y->ndim == x->ndim && y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
+    for (int i = 0; ok && i < x->ndim - 1; i++)
+        ok = x->shape[i] == y->shape[i];
+    if (!ok)
+        return clf__fail(
+            ctx, CLF_ERROR_SHAPE_MISMATCH,
+            "linear (packed): x %s and y %s do not fit the packed (%lld, %lld) weights",
+            clf__shape_str(x, sx, sizeof(sx)), clf__shape_str(y, sy, sizeof(sy)), (long long)out,
+            (long long)in);
+    if (wp->shape[2] != pw)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "linear (packed): weights packed in panels of %lld, the tunables in force "
+                         "(linear.PK_NV x linear.VW) say %lld: pack them again",
+                         (long long)wp->shape[2], (long long)pw);
+    if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
+    cl_kernel k;
+    size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
+    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, NULL, 2, local, &k)) != CLF_SUCCESS)
+        return st;
+    const int64_t R = clf__tun(ctx, "linear.PK_R");
+    cl_mem bm = bias ? bias->mem : wp->mem;
+    cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
+           c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
+                       &wp->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
+                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
+    const size_t global[2] = {(size_t)((out + pw - 1) / pw), (size_t)((rows + R - 1) / R)};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_PACKED, k, 2, global, local);
+    return st;
+}

@@ -1,0 +1,248 @@
+/*
+ * test_linear.c — clf_linear and clformer's linear kernels (kernels/linear.cl: linear_rows,
+ * pack_panels, linear_packed) against the double reference, every activation, with and without
+ * bias, every tunable style, and under work-group caps.
+ *
+ * Error bound per element: the GEMM bound of test_gemm.c, (in + 4) * 2^-24 * sum |x w| (+ |b|),
+ * carried through the activation (slope <= 1.13), plus the activation's own bound
+ * (test_elementwise.c).
+ */
+#include "harness.h"
+#include "ref/ref.h"
+#include "../src/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* clf_linear on x (lead, per, in) against the double reference, every activation, with and
+ * without bias. */
+static int g_packed; /* 1: linear_case packs w and runs clf__linear_packed */
+
+static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
+    int64_t xs[3] = {lead, per, in}, ws[2] = {out, in}, ys[3] = {lead, per, out};
+    const int64_t rows = lead * per;
+    float *x = rng_floats(rows * in), *w = rng_floats(out * in), *b = rng_floats(out);
+    clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
+    clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b);
+    double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
+           *mag = malloc(sizeof(double) * (size_t)(rows * out));
+    ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
+    clf_tensor *tp = NULL;
+    if (g_packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
+    for (int act = 0; act <= 3; act++) {
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
+            if (g_packed)
+                CLF_OK(clf__linear_packed(g_ctx, tx, tp, out, with_bias ? tb : NULL,
+                                          (clf_activation)act, ty));
+            else
+                CLF_OK(clf_linear(g_ctx, tx, tw, with_bias ? tb : NULL, (clf_activation)act, ty));
+            float *got = tensor_to_host(ty);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < out; j++) {
+                    double v = lin[r * out + j] + (with_bias ? b[j] : 0.0);
+                    double want = ref_act(v, act);
+                    /* GEMM bound, carried through the activation (slope <= 1.13), plus the
+                     * activation's own bound (test_elementwise.c). */
+                    double tol = 1.13 * ((double)(in + 4) * 5.9604644775390625e-8 *
+                                             (mag[r * out + j] + fabs(b[j])) +
+                                         1e-30) +
+                                 1e-7 + 4.76837158203125e-7 * (fabs(want) + fabs(v));
+                    if (!(fabs((double)got[r * out + j] - want) <= tol))
+                        fail_msg("linear act %d bias %d [%lld, %lld]: got %.9g want %.9g", act,
+                                 with_bias, (long long)r, (long long)j, (double)got[r * out + j],
+                                 want);
+                }
+            free(got);
+            clf_tensor_free(ty);
+        }
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(lin);
+    free(mag);
+    clf_tensor_free(tx);
+    clf_tensor_free(tw);
+    clf_tensor_free(tb);
+    clf_tensor_free(tp);
+}
+
+/* The linear_rows kernel (few rows when decoding; every size on CPUs): every tunable style, row
+ * counts around its block size and past several groups of blocks, awkward widths. */
+typedef struct linear_shapes {
+    int64_t rows[6], ins[2], outs[2];
+    size_t n_rows;
+} linear_shapes;
+static const linear_shapes k_linear_shapes = {{1, 3, 4, 5, 16, 67}, {77, 515}, {1, 203}, 6};
+/* Simulator-sized (Oclgrind): still partial row blocks, panels and vectors. */
+static const linear_shapes k_linear_small = {{1, 5, 9}, {7, 37}, {1, 19}, 3};
+
+static void linear_rows_styles(const linear_shapes *sh) {
+    /* ROWS OPI LW VW GM; style 0 is the device's defaults */
+    const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
+    const int64_t *rows = sh->rows, *ins = sh->ins, *outs = sh->outs;
+    const char *names[] = {"linear.SK_ROWS", "linear.SK_OPI", "linear.SK_LW", "linear.VW",
+                           "linear.SK_GM"};
+    int64_t defaults[5], skinny;
+    for (int i = 0; i < 5; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.SKINNY_MAX", &skinny));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 1 << 20));
+    for (int st = 0; st < 3; st++) {
+        if (st > 0)
+            for (int i = 0; i < 5; i++)
+                CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
+        for (size_t r = 0; r < sh->n_rows; r++)
+            for (size_t i = 0; i < 2; i++)
+                for (size_t o = 0; o < 2; o++)
+                    linear_case(1, rows[r], ins[i], outs[o]);
+    }
+    for (int i = 0; i < 5; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", skinny));
+}
+
+static void test_linear_rows_kernel(void **state) {
+    (void)state;
+    rng_seed(55);
+    linear_rows_styles(&k_linear_shapes);
+}
+
+/* Packed weights (clf__linear_pack + linear_packed, the CPU path of the model layers): every
+ * style of tunables, partial row blocks and panels, every activation; a packing made under other
+ * tunables is refused. */
+static void linear_packed_styles(const linear_shapes *sh) {
+    /* R NV VW GM; style 0 is the device's defaults */
+    const int64_t styles[3][4] = {{0, 0, 0, 0}, {3, 3, 4, 2}, {1, 1, 1, 1}};
+    const char *names[] = {"linear.PK_R", "linear.PK_NV", "linear.VW", "linear.PK_GM"};
+    const int64_t *rows = sh->rows, *ins = sh->ins, *outs = sh->outs;
+    int64_t defaults[4];
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    g_packed = 1;
+    for (int st = 0; st < 3; st++) {
+        if (st > 0)
+            for (int i = 0; i < 4; i++)
+                CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
+        for (size_t r = 0; r < sh->n_rows; r++)
+            for (size_t i = 0; i < 2; i++)
+                for (size_t o = 0; o < 2; o++)
+                    linear_case(1, rows[r], ins[i], outs[o]);
+    }
+    g_packed = 0;
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+}
+
+static void test_linear_packed(void **state) {
+    (void)state;
+    rng_seed(56);
+    linear_packed_styles(&k_linear_shapes);
+    const char *names[] = {"linear.PK_R", "linear.PK_NV", "linear.VW", "linear.PK_GM"};
+    const int64_t style2[4] = {1, 1, 1, 1};
+    int64_t defaults[4];
+    for (int i = 0; i < 4; i++) {
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], style2[i]));
+    }
+    /* packed under style 2 (panels of 1), used under the defaults: refused, y untouched */
+    int64_t ws[2] = {9, 5}, xs[2] = {4, 5}, ys[2] = {4, 9};
+    clf_tensor *w = tensor_poisoned(CLF_F32, 2, ws), *x = tensor_poisoned(CLF_F32, 2, xs);
+    clf_tensor *y = tensor_poisoned(CLF_F32, 2, ys), *p = NULL;
+    CLF_OK(clf__linear_pack(g_ctx, w, &p));
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+    if (defaults[1] * defaults[2] != 1)
+        assert_int_equal(clf__linear_packed(g_ctx, x, p, 9, NULL, CLF_ACT_IDENTITY, y),
+                         CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf__linear_packed(g_ctx, x, p, 10, NULL, CLF_ACT_IDENTITY, y),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    float *after = tensor_to_host(y);
+    for (int i = 0; i < 36; i++)
+        assert_true(isnan(after[i]));
+    free(after);
+    clf_tensor_free(w);
+    clf_tensor_free(x);
+    clf_tensor_free(y);
+    clf_tensor_free(p);
+}
+
+static void test_linear(void **state) {
+    (void)state;
+    rng_seed(54);
+    int64_t skinny;
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.SKINNY_MAX", &skinny));
+    linear_case(2, 9, 77, 129); /* 18 rows: the device's default path */
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 1));
+    linear_case(2, 9, 77, 129); /* CLBlast's GEMM + the bias_act epilogue */
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", skinny));
+    const int64_t in = 77, out = 129;
+    int64_t xs[3] = {2, 9, in}, ws[2] = {out, in}, ys[3] = {2, 9, out};
+    float *x = rng_floats(18 * in), *w = rng_floats(out * in), *b = rng_floats(out);
+    clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
+    clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b);
+    /* Bad input: nothing is written. */
+    clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
+    int64_t ws_bad[2] = {out, in + 1}, ys_bad[3] = {2, 8, out}, one = out + 1;
+    clf_tensor *tw_bad = tensor_poisoned(CLF_F32, 2, ws_bad),
+               *ty_bad = tensor_poisoned(CLF_F32, 3, ys_bad);
+    clf_tensor *tb_bad = tensor_poisoned(CLF_F32, 1, &one);
+    assert_int_equal(clf_linear(g_ctx, tx, tw_bad, NULL, CLF_ACT_IDENTITY, ty),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "linear"));
+    assert_int_equal(clf_linear(g_ctx, tx, tw, NULL, CLF_ACT_IDENTITY, ty_bad),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_linear(g_ctx, tx, tw, tb_bad, CLF_ACT_RELU, ty), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_linear(g_ctx, tx, tw, tb, (clf_activation)9, ty),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_linear(g_ctx, tx, NULL, tb, CLF_ACT_RELU, ty), CLF_ERROR_INVALID_ARGUMENT);
+    float *after = tensor_to_host(ty);
+    for (int64_t i = 0; i < 18 * out; i++)
+        assert_true(isnan(after[i]));
+    free(after);
+    /* matmul shape errors. */
+    assert_int_equal(clf_matmul(g_ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1.0f, tx, tw, 0.0f, ty),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_matmul(g_ctx, CLF_NO_TRANS, CLF_TRANS, NAN, tw, tw, 0.0f, tw_bad),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    free(x);
+    free(w);
+    free(b);
+    clf_tensor_free(tx);
+    clf_tensor_free(tw);
+    clf_tensor_free(tb);
+    clf_tensor_free(ty);
+    clf_tensor_free(tw_bad);
+    clf_tensor_free(ty_bad);
+    clf_tensor_free(tb_bad);
+}
+
+/* A device that allows 1, 3 or 32 work-items per group: clformer's own linear kernels. */
+static void test_wg_caps(void **state) {
+    harness_under_wg_caps(test_linear_rows_kernel, state);
+    harness_under_wg_caps(test_linear_packed, state);
+}
+
+/* The same kernels at simulator-sized shapes, also under the caps (the Oclgrind label). */
+static void test_linear_small(void **state) {
+    (void)state;
+    rng_seed(57);
+    linear_rows_styles(&k_linear_small);
+    linear_packed_styles(&k_linear_small);
+}
+
+static void test_linear_small_caps(void **state) {
+    harness_under_wg_caps(test_linear_small, state);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear),        cmocka_unit_test(test_linear_rows_kernel),
+        cmocka_unit_test(test_linear_packed), cmocka_unit_test(test_wg_caps),
+        cmocka_unit_test(test_linear_small),  cmocka_unit_test(test_linear_small_caps),
+    };
+    return HARNESS_RUN("linear", tests);
+}
