@@ -9,9 +9,8 @@
  * K and V can be three slices of one fused QKV projection (B, N, 3 H DH), and K/V a KV cache
  * longer than the nk keys in use.
  *
- * Masks: query i of batch b sees keys 0 .. lim - 1 with lim = nk, then min(lim, lens[b]) (per
- * batch) or min(lim, lens[b * nq + i]) (per query), and with causal min(lim, i + offset + 1). A
- * query that sees no key gets zeros. Masked keys are skipped, never scored; the running max starts
+ * Masks: query i of batch b sees keys 0 .. lim - 1, lim = clf_visible_keys(nk, i, b, ...) (the
+ * rule in common.cl, shared with softmax.cl). A query that sees no key gets zeros. Masked keys are skipped, never scored; the running max starts
  * at -FLT_MAX (a finite sentinel: -INFINITY is undefined under fast-math).
  *
  * Each work-item owns one query: its scaled q and its accumulator live in private memory as DH/VW
@@ -68,15 +67,6 @@
 #define PRIV_VSTORE(v, a) CLF_CAT(vstore, VW)((v), 0, (a))
 #endif
 
-/* Visible keys of query i of batch b. */
-inline int attention_limit(int nk, int i, int b, int nq, const __global int *lens, int lens_mode,
-                           int causal, long causal_offset) {
-    long lim = nk;
-    if (lens_mode == 1) lim = min(lim, (long)lens[b]);
-    if (lens_mode == 2) lim = min(lim, (long)lens[b * nq + i]);
-    if (causal) lim = min(lim, (long)i + causal_offset + 1);
-    return (int)max(lim, 0L);
-}
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled(const __global float *q, /* (B, *, q_rstride) */
@@ -97,7 +87,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
     const int bg = get_global_id(1); /* batch, then group of HG consecutive heads */
     const int sp = get_global_id(2);
     const int b = bg / groups, h0 = (bg - b * groups) * HG;
-    const int lim = attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
+    const int lim = clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
     const int j_begin = sp * split_keys;
     const int j_end = splits > 1 ? min(lim, j_begin + split_keys) : lim;
 
@@ -239,7 +229,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     floatV lv[QB];
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
-        lim[u] = active ? attention_limit(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
+        lim[u] = active ? clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
         lim_max = max(lim_max, lim[u]);
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)

@@ -103,3 +103,18 @@ inline float clf_hmax16(float16 v) {
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
         return r;                                                                                  \
     }
+
+/*
+ * The visible-keys rule of every masked kernel (softmax_rows, the attention kernels), written once:
+ * query q of batch b sees keys 0 .. clf_visible_keys(...) - 1 of n, limited by its valid length
+ * (lens_mode 1: lens[b] per batch; 2: lens[b * nq + q] per query; 0: none) and, when causal, by
+ * q + causal_offset + 1 (query q sits at position q + causal_offset of the key sequence).
+ */
+inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *lens, int lens_mode,
+                            int causal, long causal_offset) {
+    long lim = n;
+    if (lens_mode == 1) lim = min(lim, (long)lens[b]);
+    if (lens_mode == 2) lim = min(lim, (long)lens[b * nq + q]);
+    if (causal) lim = min(lim, (long)q + causal_offset + 1);
+    return (int)max(lim, 0L);
+}

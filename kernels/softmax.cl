@@ -10,9 +10,8 @@
  * is all zeros. y may alias x (in place): every element is read and written by the same
  * work-item, and pass 2 starts after the group's reduction.
  *
- * Visible prefix of row r (query q = r % nq, batch b = r / rows_per_batch):
- *   lim = n; lens_mode 1: min(lim, lens[b]); lens_mode 2: min(lim, lens[b * nq + q]);
- *   causal: min(lim, q + causal_offset + 1).
+ * Visible prefix of row r: common.cl's clf_visible_keys for query q = r % nq of batch
+ * b = r / rows_per_batch.
  *
  * Tunables: VW (floats per vector load), WG (work-items per row, power of two), RPG (rows per
  * work-group).
@@ -50,13 +49,8 @@ softmax_rows(const __global float *x,   /* (rows, n) */
 
     int lim = 0;
     if (active) {
-        const int q = (int)(row % nq);
-        const long b = row / rows_per_batch;
-        long l = n;
-        if (lens_mode == 1) l = min(l, (long)lens[b]);
-        if (lens_mode == 2) l = min(l, (long)lens[b * nq + q]);
-        if (causal) l = min(l, (long)q + causal_offset + 1);
-        lim = (int)max(l, 0L);
+        lim = clf_visible_keys(n, (int)(row % nq), row / rows_per_batch, nq, lens, lens_mode,
+                               causal, causal_offset);
     }
     const __global float *xr = x + (active ? row : 0) * (long)n;
     __global float *yr = y + (active ? row : 0) * (long)n;

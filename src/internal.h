@@ -366,6 +366,17 @@ bool clf__same_shape(const clf_tensor *a, const clf_tensor *b);
 
 /* Value in force of a tunable known to exist (a typo is a bug caught by the tests: 1). */
 int64_t clf__tun(const clf_context *ctx, const char *name);
+/* A mask as the masked kernels take it (see common.cl's clf_visible_keys). */
+typedef struct clf_mask_args {
+    cl_mem lens;   /* valid lengths, or a buffer never read when lens_mode is 0 */
+    int lens_mode; /* 0: none, 1: (B) per batch, 2: (B, nq) per query */
+    int causal;
+    int64_t causal_offset;
+} clf_mask_args;
+/* Checks mask (may be NULL) for scores of `batch` x `nq` queries and fills out; `what` names the
+ * op in the message; fallback is any valid buffer (src/ops/mask.c). */
+clf_status clf__check_mask(clf_context *ctx, const clf_mask *mask, int64_t batch, int64_t nq,
+                           const char *what, cl_mem fallback, clf_mask_args *out);
 /* Checks that out is a distinct-or-same f32 tensor of x's shape. */
 clf_status clf__check_out(clf_context *ctx, const clf_tensor *x, const clf_tensor *out);
 /* Checks that a row length fits the kernels' int arithmetic. */

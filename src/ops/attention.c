@@ -74,24 +74,12 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     s->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)s->dh));
     if (!isfinite(s->scale))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: scale is not finite");
-    s->lens_mode = 0;
-    s->lens = q->mem; /* a valid buffer the kernel never reads without lengths */
-    if (d->mask.causal && d->mask.causal_offset < 0)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "attention: causal_offset %lld is negative",
-                         (long long)d->mask.causal_offset);
-    const clf_tensor *vl = d->mask.valid_lens;
-    if (vl) {
-        if ((st = clf__check_tensor(ctx, vl, "valid_lens", CLF_I32)) != CLF_SUCCESS) return st;
-        if (!((vl->ndim == 1 && vl->shape[0] == s->batch) ||
-              (vl->ndim == 2 && vl->shape[0] == s->batch && vl->shape[1] == s->nq)))
-            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
-                             "attention: valid_lens %s must be (%lld) or (%lld, %lld)",
-                             clf__shape_str(vl, a, sizeof(a)), (long long)s->batch,
-                             (long long)s->batch, (long long)s->nq);
-        s->lens_mode = vl->ndim;
-        s->lens = vl->mem;
-    }
+    clf_mask_args m;
+    if ((st = clf__check_mask(ctx, &d->mask, s->batch, s->nq, "attention", q->mem, &m)) !=
+        CLF_SUCCESS)
+        return st;
+    s->lens_mode = m.lens_mode;
+    s->lens = m.lens;
     if (d->weights && !d->naive)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "attention: weights are only produced by the naive path (naive = 1)");

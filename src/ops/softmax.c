@@ -16,38 +16,16 @@ clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
     if ((st = clf__check_int(ctx, n, "softmax row length")) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, nq, "softmax query count")) != CLF_SUCCESS) return st;
 
-    int lens_mode = 0, causal = 0;
-    int64_t offset = 0;
-    cl_mem lens = x->mem; /* a valid buffer the kernel never reads when lens_mode is 0 */
-    if (mask) {
-        causal = mask->causal ? 1 : 0;
-        offset = mask->causal_offset;
-        if (causal && offset < 0)
-            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "causal_offset %lld is negative",
-                             (long long)offset);
-        const clf_tensor *vl = mask->valid_lens;
-        if (vl) {
-            if ((st = clf__check_tensor(ctx, vl, "valid_lens", CLF_I32)) != CLF_SUCCESS) return st;
-            char a[96], b[96];
-            bool ok = (vl->ndim == 1 && vl->shape[0] == batch) ||
-                      (vl->ndim == 2 && vl->shape[0] == batch && vl->shape[1] == nq);
-            if (!ok)
-                return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
-                                 "valid_lens has shape %s; for scores %s it must be (%lld) or "
-                                 "(%lld, %lld)",
-                                 clf__shape_str(vl, a, sizeof(a)), clf__shape_str(x, b, sizeof(b)),
-                                 (long long)batch, (long long)batch, (long long)nq);
-            lens_mode = vl->ndim;
-            lens = vl->mem;
-        }
-    }
+    clf_mask_args m;
+    if ((st = clf__check_mask(ctx, mask, batch, nq, "softmax", x->mem, &m)) != CLF_SUCCESS)
+        return st;
     cl_kernel k;
     size_t local[2];
     if ((st = clf__row_kernel(ctx, CLF_K_SOFTMAX, n, &k, local)) != CLF_SUCCESS) return st;
-    cl_long c_rows = rows, c_rpb = rows / batch, c_off = offset;
-    cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = lens_mode, c_causal = causal;
+    cl_long c_rows = rows, c_rpb = rows / batch, c_off = m.causal_offset;
+    cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = m.lens_mode, c_causal = m.causal;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem, sizeof(cl_long),
-                       &c_rows, sizeof(cl_int), &c_n, sizeof(cl_mem), &lens, sizeof(cl_int),
+                       &c_rows, sizeof(cl_int), &c_n, sizeof(cl_mem), &m.lens, sizeof(cl_int),
                        &c_mode, sizeof(cl_long), &c_rpb, sizeof(cl_int), &c_nq, sizeof(cl_int),
                        &c_causal, sizeof(cl_long), &c_off, (size_t)0);
     if (st != CLF_SUCCESS) return st;
