@@ -82,8 +82,16 @@ typedef struct clf_tunable_def {
     int host;         /* 1: read by the host only, not passed as -D */
 } clf_tunable_def;
 
-extern const clf_tunable_def clf__tunable_defs[];
-extern const size_t clf__tunable_count;
+/* Tunable ids, CLF_T_<PROGRAM>_<MACRO> (e.g. CLF_T_SOFTMAX_WG), from tunables.def. */
+typedef enum {
+#define CLF_TUNABLE(id, ...) CLF_T_##id,
+#include "tunables.def"
+#undef CLF_TUNABLE
+    CLF_T_COUNT
+} clf_tunable_id;
+
+extern const clf_tunable_def clf__tunable_defs[CLF_T_COUNT];
+extern const size_t clf__tunable_count; /* CLF_T_COUNT */
 
 /* Attention tiles (attention.QB, attention.BQ) for one head size, from an attention tuning file
  * (see tuning/attention_tiles.c). */
@@ -118,15 +126,25 @@ typedef struct clf_tuning {
 int clf__tunable_find(const char *name);
 /* Default for a device type. */
 int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
-/* Writes the -D options of program `prog` from `values` (one per tunable) into buf.
- * Returns 0, or -1 if buf is too small. */
-int clf__build_options(clf_prog_id prog, const int64_t *values, clf_device_type type, char *buf,
-                       size_t size);
-/* Same, with `n` macros set to other values (a kernel's fitted work-group sizes): a tunable of
- * the program with one of these macro names takes that value, and the others are appended. */
-int clf__build_options_with(clf_prog_id prog, const int64_t *values, clf_device_type type,
-                            const char *const *macros, const int64_t *macro_values, int n,
-                            char *buf, size_t size);
+/* Most -D macros a kernel variant sets besides the tunables (fitted work-group sizes and
+ * per-call values). */
+#define CLF_MAX_DEFINES 8
+/* Per-call -D macros of a kernel variant (e.g. attention's DH, VW, QB, HG): name and value pairs,
+ * formatted only by clf__build_options_with. */
+typedef struct clf_defines {
+    int n;
+    const char *name[CLF_MAX_DEFINES - 3];
+    int64_t value[CLF_MAX_DEFINES - 3];
+} clf_defines;
+
+/* Writes the -D options of program `prog` from `values` (one per tunable, host-only ones left
+ * out) into buf. Returns 0, or -1 if buf is too small. The only place -D options are written. */
+int clf__build_options(clf_prog_id prog, const int64_t *values, char *buf, size_t size);
+/* Same, with `n` macros set to other values (a kernel's fitted work-group sizes, per-call
+ * values): a tunable of the program with one of these macro names takes that value, and the
+ * others are appended. */
+int clf__build_options_with(clf_prog_id prog, const int64_t *values, const char *const *macros,
+                            const int64_t *macro_values, int n, char *buf, size_t size);
 
 /* ---------------------------------------------------------------- program cache */
 
@@ -165,7 +183,7 @@ typedef enum {
  * one requested work-group shape, and the shape fitted to what the device allows for it. */
 typedef struct clf_kernel_entry {
     clf_kernel_id id;
-    char extra[64];
+    char extra[64];  /* the variant's per-call defines, "NAME=value ..." (a key, never options) */
     size_t want[3];  /* requested local size */
     size_t local[3]; /* fitted local size (the one to launch with) */
     cl_kernel kernel;
@@ -239,16 +257,16 @@ clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */
 const char *clf__cl_error_name(cl_int err);
 
-/* Gets (building on first use) library kernel `id`, variant `extra` (per-call build options, may
- * be NULL), with its work-group fitted to the device. local[0..dims) holds the requested local
+/* Gets (building on first use) library kernel `id`, variant `defs` (per-call -D macros, may be
+ * NULL), with its work-group fitted to the device. local[0..dims) holds the requested local
  * size on entry (from tunables, or per call) and the size to launch with on return: within
  * CL_KERNEL_WORK_GROUP_SIZE, the device's work-item sizes and local memory, and the test cap,
  * with the sizes the kernel compiles in (clf_kernel_def.wg_macro) built to match. A size it
  * must lower goes to the largest fitting power of two where the kernel needs one, else to a
  * multiple of CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE where one fits. Dims past `dims` are
  * 1. Fails (CLF_ERROR_UNSUPPORTED) only if not even one work-item fits. */
-clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra, cl_uint dims,
-                           size_t *local, cl_kernel *out);
+clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const clf_defines *defs,
+                           cl_uint dims, size_t *local, cl_kernel *out);
 /* The same with the local size its tunables request (kernels launched without one, warm-up). */
 clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out);
 /* Lowers local[0..dims) until their product is at most limit (see clf__kernel_fit); false if it
@@ -364,8 +382,10 @@ clf_status clf__check_tensor(clf_context *ctx, const clf_tensor *t, const char *
 const char *clf__shape_str(const clf_tensor *t, char *buf, size_t size);
 bool clf__same_shape(const clf_tensor *a, const clf_tensor *b);
 
-/* Value in force of a tunable known to exist (a typo is a bug caught by the tests: 1). */
-int64_t clf__tun(const clf_context *ctx, const char *name);
+/* Value in force of a tunable. */
+static inline int64_t clf__tun(const clf_context *ctx, clf_tunable_id id) {
+    return ctx->tunables[id];
+}
 /* A mask as the masked kernels take it (see common.cl's clf_visible_keys). */
 typedef struct clf_mask_args {
     cl_mem lens;   /* valid lengths, or a buffer never read when lens_mode is 0 */

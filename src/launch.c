@@ -9,24 +9,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Builds (through the program cache) the library program `id` with the tunables in force, the
- * fitted work-group macros of the kernel asked for, and the call's extra options. */
+/* Builds (through the program cache) the library program `id` with the tunables in force and
+ * `n` macros set: the kernel's fitted work-group sizes and the call's defines. */
 static clf_status lib_program(clf_context *ctx, clf_prog_id id, const char *const *macros,
-                              const int64_t *macro_values, int n_macros, const char *extra,
-                              cl_program *out) {
+                              const int64_t *values, int n, cl_program *out) {
     char options[768];
-    size_t n;
-    if (clf__build_options_with(id, ctx->tunables, ctx->info.type, macros, macro_values, n_macros,
-                                options, sizeof(options)) != 0 ||
-        (n = strlen(options)) + strlen(extra) + 2 > sizeof(options))
+    if (clf__build_options_with(id, ctx->tunables, macros, values, n, options, sizeof(options)) !=
+        0)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "build options too long");
-    if (extra[0]) snprintf(options + n, sizeof(options) - n, " %s", extra);
     char *src = NULL;
     clf_status st = clf__program_source(ctx, id, &src);
     if (st != CLF_SUCCESS) return st;
     st = clf__program_get(ctx, src, options, out);
     free(src);
     return st;
+}
+
+/* The variant key of a kernel's defines, "NAME=value ...". false if it does not fit. */
+static bool variant_key(const clf_defines *defs, char *key, size_t size) {
+    size_t off = 0;
+    key[0] = '\0';
+    for (int i = 0; defs && i < defs->n; i++) {
+        int w = snprintf(key + off, size - off, "%s%s=%lld", i ? " " : "", defs->name[i],
+                         (long long)defs->value[i]);
+        if (w < 0 || (size_t)w >= size - off) return false;
+        off += (size_t)w;
+    }
+    return true;
 }
 
 static clf_kernel_entry *find_entry(clf_context *ctx, clf_kernel_id id, const char *extra,
@@ -77,10 +86,12 @@ bool clf__wg_shrink(size_t *local, const unsigned char *pow2, cl_uint dims, size
     return true;
 }
 
-clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra, cl_uint dims,
-                           size_t *local, cl_kernel *out) {
-    if (!extra) extra = "";
+clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const clf_defines *defs,
+                           cl_uint dims, size_t *local, cl_kernel *out) {
     if (dims < 1 || dims > 3) return clf__fail(ctx, CLF_ERROR_INTERNAL, "kernel dims %u", dims);
+    char extra[sizeof(((clf_kernel_entry *)0)->extra)];
+    if (!variant_key(defs, extra, sizeof(extra)) || (defs && defs->n > CLF_MAX_DEFINES - 3))
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "kernel variant has too many defines");
     size_t want[3] = {1, 1, 1};
     for (cl_uint d = 0; d < dims; d++)
         want[d] = local[d] ? local[d] : 1;
@@ -91,8 +102,6 @@ clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra
         *out = e->kernel;
         return CLF_SUCCESS;
     }
-    if (strlen(extra) >= sizeof(e->extra))
-        return clf__fail(ctx, CLF_ERROR_INTERNAL, "kernel variant options too long");
     if (ctx->n_kernels == ctx->cap_kernels) {
         size_t nc = ctx->cap_kernels ? ctx->cap_kernels * 2 : 16;
         clf_kernel_entry *nk = realloc(ctx->kernels, nc * sizeof(*nk));
@@ -113,16 +122,20 @@ clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const char *extra
         }
     clf__wg_shrink(fit, def->wg_pow2, 3, limit, 1);
     for (int attempt = 0;; attempt++) {
-        const char *macros[3];
-        int64_t values[3];
+        const char *macros[CLF_MAX_DEFINES];
+        int64_t values[CLF_MAX_DEFINES];
         int n = 0;
         for (cl_uint d = 0; d < 3; d++)
             if (def->wg_macro[d]) {
                 macros[n] = def->wg_macro[d];
                 values[n++] = (int64_t)fit[d];
             }
+        for (int i = 0; defs && i < defs->n; i++) {
+            macros[n] = defs->name[i];
+            values[n++] = defs->value[i];
+        }
         cl_program prog;
-        clf_status st = lib_program(ctx, def->prog, macros, values, n, extra, &prog);
+        clf_status st = lib_program(ctx, def->prog, macros, values, n, &prog);
         if (st != CLF_SUCCESS) return st;
         cl_int err;
         cl_kernel k = clCreateKernel(prog, def->name, &err);
@@ -184,7 +197,7 @@ clf_status clf__kernel(clf_context *ctx, clf_kernel_id id, cl_kernel *out) {
         int i = clf__tunable_find(name);
         if (i >= 0) local[d] = (size_t)ctx->tunables[i];
     }
-    return clf__kernel_fit(ctx, id, "", 3, local, out);
+    return clf__kernel_fit(ctx, id, NULL, 3, local, out);
 }
 
 size_t clf__row_wg_for_budget(const clf_context *ctx, int64_t n, int64_t vw, int passes,
@@ -199,14 +212,10 @@ size_t clf__row_wg_for_budget(const clf_context *ctx, int64_t n, int64_t vw, int
 
 clf_status clf__row_kernel(clf_context *ctx, clf_kernel_id id, int64_t n, cl_kernel *out,
                            size_t local[2]) {
-    const char *prog = clf__prog_names[clf__kernel_defs[id].prog];
-    char name[64];
-    snprintf(name, sizeof(name), "%s.VW", prog);
-    const int64_t vw = clf__tun(ctx, name);
-    snprintf(name, sizeof(name), "%s.WG", prog);
-    local[0] = (size_t)clf__tun(ctx, name);
-    snprintf(name, sizeof(name), "%s.RPG", prog);
-    local[1] = (size_t)clf__tun(ctx, name);
+    const bool sm = id == CLF_K_SOFTMAX; /* the row kernels: softmax_rows, layernorm_rows */
+    const int64_t vw = clf__tun(ctx, sm ? CLF_T_SOFTMAX_VW : CLF_T_LAYERNORM_VW);
+    local[0] = (size_t)clf__tun(ctx, sm ? CLF_T_SOFTMAX_WG : CLF_T_LAYERNORM_WG);
+    local[1] = (size_t)clf__tun(ctx, sm ? CLF_T_SOFTMAX_RPG : CLF_T_LAYERNORM_RPG);
     local[0] = clf__row_wg_for_budget(ctx, n, vw, 3, local[0]); /* llvmpipe: long rows */
     clf_status st = clf__kernel_fit(ctx, id, NULL, 2, local, out);
     if (st != CLF_SUCCESS) return st;

@@ -199,25 +199,21 @@ static void test_build_options(void **state) {
     for (size_t i = 0; i < clf__tunable_count; i++)
         vals[i] = (int64_t)(i + 2);
     char buf[512];
-    assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, buf, sizeof(buf)),
-                     0);
+    assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, buf, sizeof(buf)), 0);
     char want[128];
     int vw = clf__tunable_find("softmax.VW"), wg = clf__tunable_find("softmax.WG"),
         rpg = clf__tunable_find("softmax.RPG");
-    snprintf(want, sizeof(want), "-DCLF_DEVICE_TYPE=2 -DVW=%d -DWG=%d -DRPG=%d", vw + 2, wg + 2,
-             rpg + 2);
+    snprintf(want, sizeof(want), "-DVW=%d -DWG=%d -DRPG=%d", vw + 2, wg + 2, rpg + 2);
     assert_string_equal(buf, want);
     /* Only the program's own tunables. */
     assert_null(strstr(buf, "layernorm"));
-    assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, buf, 10), -1);
+    assert_int_equal(clf__build_options(CLF_PROG_SOFTMAX, vals, buf, 10), -1);
     /* Fitted work-group macros replace the tunables' values, and others are appended once. */
     const char *macros[2] = {"WG", "BQ"};
     const int64_t mv[2] = {32, 7};
-    assert_int_equal(clf__build_options_with(CLF_PROG_SOFTMAX, vals, CLF_DEVICE_GPU, macros, mv, 2,
-                                             buf, sizeof(buf)),
-                     0);
-    snprintf(want, sizeof(want), "-DCLF_DEVICE_TYPE=2 -DVW=%d -DWG=32 -DRPG=%d -DBQ=7", vw + 2,
-             rpg + 2);
+    assert_int_equal(
+        clf__build_options_with(CLF_PROG_SOFTMAX, vals, macros, mv, 2, buf, sizeof(buf)), 0);
+    snprintf(want, sizeof(want), "-DVW=%d -DWG=32 -DRPG=%d -DBQ=7", vw + 2, rpg + 2);
     assert_string_equal(buf, want);
     free(vals);
 }

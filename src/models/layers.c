@@ -96,7 +96,7 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
 /* Replaces a (out, in) weight by its packed panels when the device prefers them
  * (linear.PACK: CPUs), see clf__linear_pack. */
 static clf_status pack(clf_context *ctx, clf_tensor **w) {
-    if (!*w || !clf__tun(ctx, "linear.PACK")) return CLF_SUCCESS;
+    if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK)) return CLF_SUCCESS;
     clf_tensor *p = NULL;
     CLF_TRY(clf__linear_pack(ctx, *w, &p));
     clf_tensor_free(*w);

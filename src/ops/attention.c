@@ -87,10 +87,10 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 }
 
 /* Transposes K of each (batch, head) into scratch, then runs attention_tiled_t with per_item
- * queries per work-item and bq per group (the kernels built with `extra`, vectors of vw). */
+ * queries per work-item and bq per group (the kernels built with `defs`, vectors of vw). */
 static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                           const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
-                          const att_shape *s, const char *extra, int64_t vw, size_t per_item,
+                          const att_shape *s, const clf_defines *defs, int64_t vw, size_t per_item,
                           size_t bq) {
     const int64_t nkp = (s->nk + vw - 1) / vw * vw;
     size_t bytes;
@@ -99,8 +99,8 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
     cl_kernel ktr, kat;
     cl_mem kt;
     size_t tl[2] = {64, 1}, local[2] = {bq, 1};
-    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_TRANSPOSE, extra, 2, tl, &ktr);
-    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_ATTENTION_T, extra, 2, local, &kat);
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_TRANSPOSE, defs, 2, tl, &ktr);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_ATTENTION_T, defs, 2, local, &kat);
     if (st == CLF_SUCCESS) st = clf__scratch(ctx, bytes, &kt);
     if (st != CLF_SUCCESS) return st;
     cl_int nq = (cl_int)s->nq, nk = (cl_int)s->nk, c_nkp = (cl_int)nkp, heads = (cl_int)s->heads;
@@ -134,22 +134,21 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                         const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
                         const att_shape *s) {
     /* The widest vector (<= MAXVW) that divides Dh: rows then never need a partial vector. */
-    int64_t vw = clf__tun(ctx, "attention.MAXVW");
+    int64_t vw = clf__tun(ctx, CLF_T_ATTENTION_MAXVW);
     while (s->dh % vw)
         vw /= 2;
     /* Tiles per head size (tuned, else the tunables): build options of their own. */
     int64_t qb64, bq64;
     clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
-    char extra[128];
-    snprintf(extra, sizeof(extra), "-DDH=%lld -DVW=%lld -DQB=%lld", (long long)s->dh, (long long)vw,
-             (long long)qb64); /* BQ: the fitted work-group (clf__kernel_fit) */
+    /* Per-call macros of the variant (BQ: the fitted work-group, clf__kernel_fit). */
+    clf_defines defs = {3, {"DH", "VW", "QB"}, {s->dh, vw, qb64}};
     const size_t bq = (size_t)bq64;
-    int64_t split_keys = clf__tun(ctx, "attention.SPLIT_KEYS");
+    int64_t split_keys = clf__tun(ctx, CLF_T_ATTENTION_SPLIT_KEYS);
     int64_t splits = 1;
-    if (s->nq <= clf__tun(ctx, "attention.SPLIT_NQ") && s->nk > split_keys)
+    if (s->nq <= clf__tun(ctx, CLF_T_ATTENTION_SPLIT_NQ) && s->nk > split_keys)
         splits = (s->nk + split_keys - 1) / split_keys;
     /* Heads per work-item: the largest divisor of H up to MAXHG (whole rows of K and V). */
-    int64_t hg = clf__tun(ctx, "attention.MAXHG");
+    int64_t hg = clf__tun(ctx, CLF_T_ATTENTION_MAXHG);
     while (s->heads % hg)
         hg--;
     /* A device that runs only so many loop iterations per work-item (llvmpipe silently skips
@@ -159,7 +158,7 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
      * keys DH QB (scores) + QB NV (rescale) + VW NV QB (values); row kernel, per head, DH
      * (scores) + NV (rescale) + DH (values), plus the tile loops themselves. */
     const int64_t budget = ctx->loop_budget;
-    bool use_t = splits == 1 && clf__tun(ctx, "attention.KT");
+    bool use_t = splits == 1 && clf__tun(ctx, CLF_T_ATTENTION_KT);
     if (budget > 0) {
         const int64_t nv = s->dh / vw;
         const int64_t tile_t = s->dh * qb64 + qb64 * nv + vw * nv * qb64 + 2 * qb64 + 2;
@@ -174,14 +173,14 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
             splits = (s->nk + split_keys - 1) / split_keys;
         }
     }
-    if (use_t) return tiled_t(ctx, q, k, v, out, d, s, extra, vw, (size_t)qb64, bq);
-    const size_t len = strlen(extra);
-    snprintf(extra + len, sizeof(extra) - len, " -DHG=%lld", (long long)hg);
+    if (use_t) return tiled_t(ctx, q, k, v, out, d, s, &defs, vw, (size_t)qb64, bq);
+    defs.name[defs.n] = "HG";
+    defs.value[defs.n++] = hg;
     cl_kernel kt, kc = NULL;
     size_t local[3] = {bq, 1, 1}, clocal[2] = {bq, 1};
-    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION, extra, 3, local, &kt);
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION, &defs, 3, local, &kt);
     if (st == CLF_SUCCESS && splits > 1)
-        st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, extra, 2, clocal, &kc);
+        st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, &defs, 2, clocal, &kc);
     if (st != CLF_SUCCESS) return st;
     cl_mem part = out->mem;
     const size_t rows = (size_t)(s->batch * s->heads * s->nq);

@@ -24,9 +24,9 @@ clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor 
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     if ((st = clf__check_int(ctx, n, "row length")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, "elementwise.WG");
+    size_t wg = (size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG);
     if ((st = clf__kernel_fit(ctx, CLF_K_BIAS_ACT, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
-    const int64_t vw = clf__tun(ctx, "elementwise.VW");
+    const int64_t vw = clf__tun(ctx, CLF_T_ELEMENTWISE_VW);
     const int64_t rows = x->numel / n;
     size_t items;
     if (!clf__mul_size((size_t)rows, (size_t)((n + vw - 1) / vw), &items))
@@ -54,9 +54,9 @@ clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b, c
                          clf__shape_str(a, sa, sizeof(sa)), clf__shape_str(b, sb, sizeof(sb)));
     }
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, "elementwise.WG");
+    size_t wg = (size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG);
     if ((st = clf__kernel_fit(ctx, CLF_K_ADD, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
-    const int64_t vw = clf__tun(ctx, "elementwise.VW");
+    const int64_t vw = clf__tun(ctx, CLF_T_ELEMENTWISE_VW);
     cl_long n = a->numel;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &a->mem, sizeof(cl_mem), &b->mem, sizeof(cl_mem),
                        &out->mem, sizeof(cl_long), &n, (size_t)0);
@@ -80,7 +80,7 @@ clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out) {
     }
     if ((st = clf__check_int(ctx, n, "row length")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, "elementwise.ARGMAX_WG");
+    size_t wg = (size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_ARGMAX_WG);
     wg = clf__row_wg_for_budget(ctx, n, 1, 1, wg); /* llvmpipe: a long vocabulary */
     if ((st = clf__kernel_fit(ctx, CLF_K_ARGMAX, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
     if ((st = clf__check_loops(ctx, CLF_K_ARGMAX, (n + (int64_t)wg - 1) / (int64_t)wg)) !=

@@ -15,11 +15,11 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
     cl_kernel k;
-    size_t local[2] = {(size_t)clf__tun(ctx, "linear.SK_LW"), 1};
+    size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
     if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, NULL, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
-    const int64_t chunk = clf__tun(ctx, "linear.SK_ROWS");
-    const int64_t opi = clf__tun(ctx, "linear.SK_OPI");
+    const int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
+    const int64_t opi = clf__tun(ctx, CLF_T_LINEAR_SK_OPI);
     const size_t lw = local[0];
     cl_mem bm = bias ? bias->mem : w->mem;
     /* ReLU is free in the kernel's scalar epilogue; GELU's exp is not (PoCL: about 10x the
@@ -63,7 +63,7 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (act < CLF_ACT_IDENTITY || act > CLF_ACT_GELU_TANH)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
-    if (rows <= clf__tun(ctx, "linear.SKINNY_MAX"))
+    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX))
         return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
@@ -77,7 +77,7 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     if (st != CLF_SUCCESS) return st;
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
     const int64_t out = w->shape[0], in = w->shape[1];
-    const int64_t pw = clf__tun(ctx, "linear.PK_NV") * clf__tun(ctx, "linear.VW");
+    const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     const int64_t nb = (out + pw - 1) / pw;
     if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
@@ -107,7 +107,7 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
     if (st != CLF_SUCCESS) return st;
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
-    const int64_t pw = clf__tun(ctx, "linear.PK_NV") * clf__tun(ctx, "linear.VW");
+    const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     char sx[96], sy[96];
     bool ok = wp->ndim == 3 && wp->shape[1] == in && wp->shape[0] * wp->shape[2] >= out &&
               y->ndim == x->ndim && y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
@@ -129,7 +129,7 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
     if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, NULL, 2, local, &k)) != CLF_SUCCESS)
         return st;
-    const int64_t R = clf__tun(ctx, "linear.PK_R");
+    const int64_t R = clf__tun(ctx, CLF_T_LINEAR_PK_R);
     cl_mem bm = bias ? bias->mem : wp->mem;
     cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
            c_out = (cl_int)out;

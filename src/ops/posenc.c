@@ -14,10 +14,10 @@ static clf_status launch(clf_context *ctx, cl_mem src, const clf_tensor *ids, cl
                          int64_t rows, int64_t d, float scale, int add_pe, int64_t seq_len,
                          int64_t pos_offset) {
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, "posenc.WG");
+    size_t wg = (size_t)clf__tun(ctx, CLF_T_POSENC_WG);
     clf_status st = clf__kernel_fit(ctx, CLF_K_POSENC, NULL, 1, &wg, &k);
     if (st != CLF_SUCCESS) return st;
-    const int64_t vw = clf__tun(ctx, "posenc.VW"), pr = clf__tun(ctx, "posenc.PR");
+    const int64_t vw = clf__tun(ctx, CLF_T_POSENC_VW), pr = clf__tun(ctx, CLF_T_POSENC_PR);
     const int64_t cpr = ((d + 1) / 2 + vw - 1) / vw;                   /* chunks per row */
     const int64_t blocks = rows / seq_len * ((seq_len + pr - 1) / pr); /* row blocks */
     size_t items;

@@ -92,7 +92,7 @@ const char *clf_attention_tuning_source(const clf_context *ctx) {
 }
 
 bool clf__attention_tiles(const clf_context *ctx, int64_t dh, int64_t *qb, int64_t *bq) {
-    const int iq = clf__tunable_find("attention.QB"), ib = clf__tunable_find("attention.BQ");
+    const int iq = CLF_T_ATTENTION_QB, ib = CLF_T_ATTENTION_BQ;
     *qb = ctx->tunables[iq];
     *bq = ctx->tunables[ib];
     if (ctx->tunable_set[iq] || ctx->tunable_set[ib]) return false; /* explicit values win */
