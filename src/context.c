@@ -223,6 +223,9 @@ clf_status clf_context_finish(clf_context *ctx) {
 clf_status clf_context_warmup(clf_context *ctx) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < CLF_K_COUNT; i++) {
+        /* Attention's kernels are built per head size, vector width and tile (clf_defines of the
+         * call), which warm-up cannot know: their first call per head size builds them. */
+        if (clf__kernel_defs[i].prog == CLF_PROG_ATTENTION) continue;
         cl_kernel k;
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
         if (st != CLF_SUCCESS) return st;

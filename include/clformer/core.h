@@ -150,7 +150,10 @@ CLF_API cl_command_queue clf_context_cl_queue(const clf_context *ctx);
 /* Waits for all queued work. */
 CLF_API clf_status clf_context_finish(clf_context *ctx);
 
-/* Builds every library program and creates every kernel now instead of at first use. */
+/* Builds every library program and creates its kernels now, with the tunables in force, instead
+ * of at first use; the variants later calls launch are then built (or loaded from the disk
+ * cache) already. Attention is the exception: its kernels are built per head size (and tile) by
+ * the first call with that head size. */
 CLF_API clf_status clf_context_warmup(clf_context *ctx);
 
 /* Overrides a kernel tunable, e.g. ("softmax.WG", 64). The program that reads it is rebuilt at
