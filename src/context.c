@@ -17,8 +17,7 @@ clf_context_params clf_context_default_params(void) {
 }
 
 static void set_buf(const clf_context_params *p, const char *msg) {
-    if (p && p->error_buf && p->error_buf_size)
-        snprintf(p->error_buf, p->error_buf_size, "%s", msg);
+    if (p && p->error) snprintf(p->error->message, sizeof(p->error->message), "%s", msg);
 }
 
 /* Common part of both constructors, after cl_ctx/device/queue are set and retained. */
@@ -195,6 +194,7 @@ void clf_context_free(clf_context *ctx) {
     free(ctx->tunables);
     free(ctx->tunable_set);
     free(ctx->error);
+    free(ctx->warning);
     free(ctx);
 }
 
@@ -216,6 +216,7 @@ cl_command_queue clf_context_cl_queue(const clf_context *ctx) {
 
 clf_status clf_context_finish(clf_context *ctx) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     cl_int err = clFinish(ctx->queue);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(ctx, err, "clFinish");
 }
@@ -235,6 +236,7 @@ clf_status clf_context_warmup(clf_context *ctx) {
 
 clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t value) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     int i = clf__tunable_find(name);
     if (i < 0)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown tunable '%s'",
@@ -279,6 +281,7 @@ clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns, uint64_t *
 
 clf_status clf_context_profile_reset(clf_context *ctx) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     ctx->prof_ns = 0;
     ctx->prof_count = 0;
     return CLF_SUCCESS;
@@ -287,6 +290,7 @@ clf_status clf_context_profile_reset(clf_context *ctx) {
 clf_status clf_context_build_kernel(clf_context *ctx, const char *source, const char *options,
                                     const char *kernel_name, cl_kernel *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!source || !kernel_name || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "clf_context_build_kernel: source, kernel_name and out are required");

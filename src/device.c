@@ -358,7 +358,9 @@ clf_status clf__device_pick(const char *spec, clf_device_info *info, cl_platform
     return st;
 }
 
-clf_status clf_device_select(const char *spec, clf_device_info *out, char *msg, size_t msg_size) {
+clf_status clf_device_select(const char *spec, clf_device_info *out, clf_error *e) {
+    char *msg = e ? e->message : NULL;
+    const size_t msg_size = e ? sizeof(e->message) : 0;
     if (!out) return CLF_ERROR_INVALID_ARGUMENT;
     if (msg && msg_size) msg[0] = '\0';
     return clf__device_pick(spec, out, NULL, NULL, msg, msg_size);

@@ -204,7 +204,8 @@ struct clf_context {
     char *cache_dir;  /* owned; NULL when the disk cache is off */
     char *kernel_dir; /* owned; NULL: embedded sources */
 
-    char *error; /* detail message of the last failure, owned ("" when none) */
+    char *error;   /* detail message of the last failure, owned ("" when none) */
+    char *warning; /* the last warning (an ignored tuning file), owned, NULL when none */
 
     clf_prog_entry *progs; /* memory cache, every program built by this context */
     size_t n_progs, cap_progs;
@@ -252,6 +253,16 @@ void clf__msg(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Records a warning on ctx (clf_context_last_warning); the call carries on. */
+void clf__warn(clf_context *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Every public call with a context starts with this: a call that succeeds leaves no message. */
+static inline void clf__clear_error(clf_context *ctx) {
+    if (ctx && ctx->error) ctx->error[0] = '\0';
+}
 /* Same for an OpenCL error from call `what`. */
 clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what);
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or NULL if unknown. */
@@ -320,8 +331,8 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                               clf_tensor *y);
 /* Validates a whole safetensors file held in memory, as clf_safetensors_open does (host-only;
  * for fuzzing). */
-clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
-                                  size_t err_size);
+clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count,
+                                  clf_error *err);
 /* Tuning files: <tuning dir>/<kind>/<hash of the device>.json, NULL without a tuning folder
  * (malloc'ed). */
 char *clf__tuning_path(const clf_context *ctx, const char *kind);

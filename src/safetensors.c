@@ -193,8 +193,9 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
     return CLF_SUCCESS;
 }
 
-clf_status clf_safetensors_open(const char *path, clf_safetensors **out, char *err,
-                                size_t err_size) {
+clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_error *e) {
+    char *err = e ? e->message : NULL;
+    const size_t err_size = e ? sizeof(e->message) : 0;
     set_err(err, err_size, "%s", "");
     if (!path || !out) {
         set_err(err, err_size, "path and out must not be NULL");
@@ -273,8 +274,10 @@ done:
     return rc;
 }
 
-clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count, char *err,
-                                  size_t es) {
+clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count,
+                                  clf_error *e) {
+    char *err = e ? e->message : NULL;
+    const size_t es = e ? sizeof(e->message) : 0;
     uint64_t hlen = 0;
     if (size < 8) {
         set_err(err, es, "shorter than the 8-byte header size");
@@ -391,7 +394,9 @@ static const clf_st_info *lookup(const clf_safetensors *st, const char *name, in
 }
 
 clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name, float *dst,
-                                    int64_t count, char *err, size_t es) {
+                                    int64_t count, clf_error *e) {
+    char *err = e ? e->message : NULL;
+    const size_t es = e ? sizeof(e->message) : 0;
     clf_status rc;
     const clf_st_info *info = lookup(st, name, count, err, es, &rc);
     if (!info) return rc;
@@ -443,7 +448,9 @@ clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name,
 }
 
 clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name, int32_t *dst,
-                                    int64_t count, char *err, size_t es) {
+                                    int64_t count, clf_error *e) {
+    char *err = e ? e->message : NULL;
+    const size_t es = e ? sizeof(e->message) : 0;
     clf_status rc;
     const clf_st_info *info = lookup(st, name, count, err, es, &rc);
     if (!info) return rc;
@@ -477,6 +484,7 @@ clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
 clf_status clf_safetensors_load(clf_context *ctx, const clf_safetensors *st, const char *name,
                                 int ndim, const int64_t *shape, clf_tensor **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!st || !name || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "st, name and out must not be NULL");
     *out = NULL;
@@ -507,12 +515,12 @@ clf_status clf_safetensors_load(clf_context *ctx, const clf_safetensors *st, con
     const int64_t n = info->numel;
     void *host = malloc(n ? (size_t)n * 4 : 4);
     if (!host) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    char err[512];
-    clf_status rc = integer ? clf_safetensors_read_i32(st, name, host, n, err, sizeof(err))
-                            : clf_safetensors_read_f32(st, name, host, n, err, sizeof(err));
+    clf_error err;
+    clf_status rc = integer ? clf_safetensors_read_i32(st, name, host, n, &err)
+                            : clf_safetensors_read_f32(st, name, host, n, &err);
     if (rc != CLF_SUCCESS) {
         free(host);
-        return clf__fail(ctx, rc, "%s", err);
+        return clf__fail(ctx, rc, "%s", err.message);
     }
     int64_t sh[CLF_MAX_DIMS] = {1};
     int nd = info->ndim ? info->ndim : 1;

@@ -13,8 +13,10 @@
 
 #define set_err clf__msg
 
-clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n, char *err,
-                                 size_t es) {
+clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
+                                 clf_error *error) {
+    char *err = error ? error->message : NULL;
+    const size_t es = error ? sizeof(error->message) : 0;
     set_err(err, es, "%s", "");
     if (!path || (n && !entries)) {
         set_err(err, es, "path and entries must not be NULL");

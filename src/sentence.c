@@ -120,6 +120,7 @@ void clf_sentence_model_free(clf_sentence_model *m) {
 
 clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_sentence_model **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!dir || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "dir and out must not be NULL");
     *out = NULL;
@@ -127,12 +128,13 @@ clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_senten
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
     clf_status st = parse_config(ctx, dir, m);
-    char path[4096], err[1024];
+    char path[4096];
+    clf_error err;
     if (st == CLF_SUCCESS) {
         snprintf(path, sizeof(path), "%s/vocab.txt", dir);
-        st = clf_tokenizer_load(path, &m->tok, err, sizeof(err));
+        st = clf_tokenizer_load(path, &m->tok, &err);
         if (st != CLF_SUCCESS)
-            clf__fail(ctx, st, "%s", err);
+            clf__fail(ctx, st, "%s", err.message);
         else if (clf_tokenizer_vocab_size(m->tok) != m->cfg.vocab_size)
             st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "%s: %lld tokens, config.json says %lld",
                            path, (long long)clf_tokenizer_vocab_size(m->tok),
@@ -141,8 +143,8 @@ clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_senten
     clf_safetensors *w = NULL;
     if (st == CLF_SUCCESS) {
         snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-        st = clf_safetensors_open(path, &w, err, sizeof(err));
-        if (st != CLF_SUCCESS) clf__fail(ctx, st, "%s", err);
+        st = clf_safetensors_open(path, &w, &err);
+        if (st != CLF_SUCCESS) clf__fail(ctx, st, "%s", err.message);
     }
     if (st == CLF_SUCCESS) {
         /* weights are named with or without the "bert." of BertForXxx checkpoints */

@@ -153,6 +153,22 @@ clf_status clf__cl_fail(clf_context *ctx, cl_int err, const char *what) {
     return clf__fail(ctx, err, "%s failed: OpenCL error %d", what, (int)err);
 }
 
+void clf__warn(clf_context *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    char *w = strdup(msg);
+    if (!w) return; /* out of memory: the warning is lost, the call carries on */
+    free(ctx->warning);
+    ctx->warning = w;
+}
+
+const char *clf_context_last_warning(const clf_context *ctx) {
+    return ctx && ctx->warning ? ctx->warning : "";
+}
+
 const char *clf_context_last_error(const clf_context *ctx) {
     if (!ctx || !ctx->error) return "";
     return ctx->error;

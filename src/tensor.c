@@ -93,6 +93,7 @@ static clf_status shape_size(clf_context *ctx, clf_dtype dtype, int ndim, const 
 clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim, const int64_t *shape,
                              clf_tensor **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!out) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "clf_tensor_create: out is NULL");
     *out = NULL;
     int64_t numel;
@@ -144,6 +145,7 @@ static clf_status check_transfer(const clf_tensor *t, const void *host, size_t b
 }
 
 clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
+    if (t) clf__clear_error(t->ctx);
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
     if (st != CLF_SUCCESS) return st;
     cl_int err =
@@ -154,6 +156,7 @@ clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
 }
 
 clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes) {
+    if (t) clf__clear_error(t->ctx);
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_read");
     if (st != CLF_SUCCESS) return st;
     cl_int err =
@@ -186,6 +189,7 @@ static uint16_t to_half(float f) {
 
 clf_status clf_tensor_fill(clf_tensor *t, double value) {
     if (!t) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(t->ctx);
     float f = (float)value;
     int32_t i = (int32_t)value;
     uint16_t h = to_half(f);
@@ -205,6 +209,7 @@ clf_status clf_tensor_fill(clf_tensor *t, double value) {
 clf_status clf_tensor_copy(clf_tensor *dst, const clf_tensor *src) {
     if (!dst) return CLF_ERROR_INVALID_ARGUMENT;
     clf_context *ctx = dst->ctx;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, src, "src", dst->dtype);
     if (st != CLF_SUCCESS) return st;
     if (src->numel != dst->numel) {

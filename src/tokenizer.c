@@ -55,7 +55,9 @@ void clf_tokenizer_free(clf_tokenizer *t) {
     free(t);
 }
 
-clf_status clf_tokenizer_load(const char *path, clf_tokenizer **out, char *err, size_t es) {
+clf_status clf_tokenizer_load(const char *path, clf_tokenizer **out, clf_error *e) {
+    char *err = e ? e->message : NULL;
+    const size_t es = e ? sizeof(e->message) : 0;
     set_err(err, es, NULL, "");
     if (!path || !out) {
         set_err(err, es, NULL, "path and out must not be NULL");

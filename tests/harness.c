@@ -11,14 +11,13 @@ clf_context *g_ctx;
 
 int harness_setup(void **state) {
     (void)state;
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params p = clf_context_default_params();
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
+    p.error = &msg;
     clf_status st = clf_context_create(&g_ctx, &p);
     if (st != CLF_SUCCESS) {
         fprintf(stderr, "cannot create a clformer context: %s (%d): %s\n", clf_strerror(st), st,
-                msg);
+                msg.message);
         return -1;
     }
     clf_device_info info;
@@ -138,10 +137,10 @@ clf_context *harness_context_in(const char *cache_dir) {
     clf_context_params p = clf_context_default_params();
     p.cache_dir = cache_dir;
     clf_context *ctx = NULL;
-    char msg[1024] = "";
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
-    if (clf_context_create(&ctx, &p) != CLF_SUCCESS) fail_msg("context in %s: %s", cache_dir, msg);
+    clf_error msg = {""};
+    p.error = &msg;
+    if (clf_context_create(&ctx, &p) != CLF_SUCCESS)
+        fail_msg("context in %s: %s", cache_dir, msg.message);
     return ctx;
 }
 

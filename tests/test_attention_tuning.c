@@ -219,7 +219,7 @@ static void test_malformed_file_ignored(void **state) {
     write_file(g_file, "{\"format\": \"clformer-attention-tuning-1\", \"tiles\": [{\"head_dim\"");
     clf_context *ctx = harness_context_in(g_dir);
     assert_string_equal(clf_attention_tuning_source(ctx), "defaults");
-    assert_non_null(strstr(clf_context_last_error(ctx), "ignoring attention tuning file"));
+    assert_non_null(strstr(clf_context_last_warning(ctx), "ignoring attention tuning file"));
     check_tiled(ctx, 24); /* and attention still works, with the defaults */
     clf_context_free(ctx);
     harness_remove_tree(g_dir);

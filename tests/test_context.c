@@ -35,7 +35,7 @@ static void test_device_list(void **state) {
     clf_device_info sel;
     char spec[32];
     snprintf(spec, sizeof(spec), "%u:%u", infos[n - 1].platform_index, infos[n - 1].device_index);
-    CLF_OK(clf_device_select(spec, &sel, NULL, 0));
+    CLF_OK(clf_device_select(spec, &sel, NULL));
     assert_string_equal(sel.name, infos[n - 1].name);
     assert_int_equal(clf_device_list(NULL, 1, &n2), CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_device_list(NULL, 0, NULL), CLF_ERROR_INVALID_ARGUMENT);
@@ -44,24 +44,26 @@ static void test_device_list(void **state) {
 
 static void test_bad_device_spec(void **state) {
     (void)state;
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params p = clf_context_default_params();
     p.device_spec = "no-such-device-xyz";
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
+    p.error = &msg;
     clf_context *ctx = (clf_context *)0x1;
     assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_NO_DEVICE);
     assert_null(ctx);
-    assert_non_null(strstr(msg, "no-such-device-xyz"));
+    assert_non_null(strstr(msg.message, "no-such-device-xyz"));
     /* The message names the devices that exist. */
     clf_device_info info;
     CLF_OK(clf_context_device_info(g_ctx, &info));
-    assert_non_null(strstr(msg, info.name));
+    assert_non_null(strstr(msg.message, info.name));
     p.device_spec = "x:y";
     assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(msg, "malformed"));
-    assert_int_equal(clf_device_select("no-such-device-xyz", &info, msg, 16), CLF_ERROR_NO_DEVICE);
-    assert_int_equal(strlen(msg), 15); /* truncated, still terminated */
+    assert_non_null(strstr(msg.message, "malformed"));
+    clf_error sel_err = {"stale"};
+    assert_int_equal(clf_device_select("no-such-device-xyz", &info, &sel_err), CLF_ERROR_NO_DEVICE);
+    assert_non_null(strstr(sel_err.message, "no-such-device-xyz"));
+    CLF_OK(clf_device_select(NULL, &info, &sel_err));
+    assert_string_equal(sel_err.message, ""); /* cleared on success */
     assert_int_equal(clf_context_create(NULL, &p), CLF_ERROR_INVALID_ARGUMENT);
 }
 
@@ -69,14 +71,13 @@ static void test_bad_device_spec(void **state) {
 static void test_device_env(void **state) {
     (void)state;
     char *old = getenv("CLF_DEVICE") ? strdup(getenv("CLF_DEVICE")) : NULL;
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params p = clf_context_default_params();
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
+    p.error = &msg;
     clf_context *ctx = NULL;
     setenv("CLF_DEVICE", "no-such-device-from-env", 1);
     assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_NO_DEVICE);
-    assert_non_null(strstr(msg, "no-such-device-from-env"));
+    assert_non_null(strstr(msg.message, "no-such-device-from-env"));
     clf_device_info info;
     CLF_OK(clf_context_device_info(g_ctx, &info));
     p.device_spec = info.type == CLF_DEVICE_GPU ? "gpu" : "cpu";
@@ -247,6 +248,8 @@ static void test_tunables_api(void **state) {
     assert_int_equal(clf_context_set_tunable(g_ctx, "softmax.VW", 0), CLF_ERROR_INVALID_ARGUMENT);
     assert_int_equal(clf_context_set_tunable(g_ctx, "nope.VW", 4), CLF_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "nope.VW"));
+    CLF_OK(clf_context_finish(g_ctx)); /* a call that succeeds leaves no message */
+    assert_string_equal(clf_context_last_error(g_ctx), "");
     CLF_OK(clf_context_get_tunable(g_ctx, "softmax.VW", &v));
     if (info.type == CLF_DEVICE_CPU) assert_int_equal(v, want_vw); /* unchanged */
     /* A work-group larger than any device allows (1024 x 64) is a request: the kernel is built
@@ -488,15 +491,14 @@ static void test_wrap_existing_objects(void **state) {
 typedef struct {
     uint64_t seed;
     int ok;
-    char err[512];
+    clf_error err;
 } thread_job;
 
 static void *thread_main(void *arg) {
     thread_job *job = arg;
     job->ok = 0;
     clf_context_params p = clf_context_default_params();
-    p.error_buf = job->err;
-    p.error_buf_size = sizeof(job->err);
+    p.error = &job->err;
     clf_context *ctx = NULL;
     if (clf_context_create(&ctx, &p) != CLF_SUCCESS) return NULL;
     enum { R = 37, N = 131 };
@@ -518,7 +520,8 @@ static void *thread_main(void *arg) {
         for (int i = 0; good && i < R * N; i++)
             good = fabs((double)y[i] - want[i]) <= 1e-7 + 1e-5 * want[i];
     }
-    if (!good) snprintf(job->err, sizeof(job->err), "%s", clf_context_last_error(ctx));
+    if (!good)
+        snprintf(job->err.message, sizeof(job->err.message), "%s", clf_context_last_error(ctx));
     job->ok = good;
     clf_tensor_free(t);
     clf_context_free(ctx);
@@ -544,7 +547,7 @@ static void test_two_threads_two_contexts(void **state) {
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     for (int i = 0; i < 2; i++)
-        if (!jobs[i].ok) fail_msg("thread %d failed: %s", i, jobs[i].err);
+        if (!jobs[i].ok) fail_msg("thread %d failed: %s", i, jobs[i].err.message);
 }
 
 int main(void) {

@@ -133,9 +133,9 @@ static void test_tokenizer_edges(void **state) {
     fputs("[PAD]\nhello\n", f);
     fclose(f);
     clf_tokenizer *t = NULL;
-    char err[512];
-    assert_int_equal(clf_tokenizer_load(path, &t, err, sizeof(err)), CLF_ERROR_BAD_FORMAT);
-    assert_non_null(strstr(err, "[CLS]"));
+    clf_error err = {""};
+    assert_int_equal(clf_tokenizer_load(path, &t, &err), CLF_ERROR_BAD_FORMAT);
+    assert_non_null(strstr(err.message, "[CLS]"));
     /* a model folder without the model: a clear error, nothing loaded */
     clf_sentence_model *m = NULL;
     assert_int_equal(clf_sentence_model_load(g_ctx, dir, &m), CLF_ERROR_IO);
@@ -143,7 +143,7 @@ static void test_tokenizer_edges(void **state) {
     assert_non_null(strstr(clf_context_last_error(g_ctx), "config.json"));
     unlink(path);
     rmdir(dir);
-    assert_int_equal(clf_tokenizer_load(path, &t, err, sizeof(err)), CLF_ERROR_IO);
+    assert_int_equal(clf_tokenizer_load(path, &t, &err), CLF_ERROR_IO);
 }
 
 static int load_model(void) {

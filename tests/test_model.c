@@ -20,13 +20,13 @@ enum { SRC_V, TGT_V, DM, HEADS, FFN, LAYERS, BOS, EOS, MAXSTEPS };
 
 static void open_fixtures(void) {
     if (g_w) return;
-    char p[512], err[512];
+    char p[512];
+    clf_error err = {""};
     snprintf(p, sizeof(p), "%s/tests/data/d2l_weights.safetensors", CLF_SOURCE_DIR);
-    if (clf_safetensors_open(p, &g_w, err, sizeof(err)) != CLF_SUCCESS) fail_msg("%s", err);
+    if (clf_safetensors_open(p, &g_w, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
     snprintf(p, sizeof(p), "%s/tests/data/d2l_fixtures.safetensors", CLF_SOURCE_DIR);
-    if (clf_safetensors_open(p, &g_fx, err, sizeof(err)) != CLF_SUCCESS) fail_msg("%s", err);
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "config", g_cfg, 9, err, sizeof(err)),
-                     CLF_SUCCESS);
+    if (clf_safetensors_open(p, &g_fx, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "config", g_cfg, 9, &err), CLF_SUCCESS);
 }
 
 static clf_transformer_config enc_cfg(void) {
@@ -51,8 +51,8 @@ static double *fixture_f64(const char *name, int64_t n) {
     float *f = malloc((size_t)n * sizeof(float));
     double *d = malloc((size_t)n * sizeof(double));
     assert_true(f && d);
-    char err[256];
-    assert_int_equal(clf_safetensors_read_f32(g_fx, name, f, n, err, sizeof(err)), CLF_SUCCESS);
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_read_f32(g_fx, name, f, n, &err), CLF_SUCCESS);
     for (int64_t i = 0; i < n; i++)
         d[i] = f[i];
     free(f);
@@ -138,11 +138,9 @@ static void test_batch_equals_alone(void **state) {
     clf_tensor *src = fixture("src", &si);
     const int64_t B = si->shape[0], N = si->shape[1], d = g_cfg[DM];
     int32_t *ids = malloc((size_t)(B * N) * 4), lens[8];
-    char err[256];
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "src", ids, B * N, err, sizeof(err)),
-                     CLF_SUCCESS);
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, err, sizeof(err)),
-                     CLF_SUCCESS);
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "src", ids, B * N, &err), CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, &err), CLF_SUCCESS);
     clf_tensor *vl = fixture("src_valid_lens", NULL);
     clf_encoder *enc = load_encoder();
     int64_t os[3] = {B, N, d}, os1[3] = {1, N, d}, is1[2] = {1, N}, one = 1;
@@ -194,9 +192,8 @@ static void test_decoder_matches_pytorch(void **state) {
 
     /* incremental decoding, one token at a time through the cache, gives the same logits */
     int32_t *ids = malloc((size_t)(B * T) * 4);
-    char err[256];
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "tgt", ids, B * T, err, sizeof(err)),
-                     CLF_SUCCESS);
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "tgt", ids, B * T, &err), CLF_SUCCESS);
     CLF_OK(clf_decoder_reset(dec));
     int64_t is1[2] = {B, 1}, ls1[3] = {B, 1, V};
     clf_tensor *step_ids = tensor_poisoned(CLF_I32, 2, is1);
@@ -299,10 +296,9 @@ static void test_two_states_one_decoder(void **state) {
     /* reversed batch: encoder outputs and valid lengths */
     float *eo = tensor_to_host(enc_out), *eo_r = malloc((size_t)(B * Ns * d) * sizeof(float));
     int32_t vl_h[16], vl_r[16], *ids = malloc((size_t)(B * T) * 4);
-    char err[256];
+    clf_error err = {""};
     CLF_OK(clf_tensor_read(vl, vl_h, (size_t)B * 4));
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "tgt", ids, B * T, err, sizeof(err)),
-                     CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "tgt", ids, B * T, &err), CLF_SUCCESS);
     for (int64_t b = 0; b < B; b++) {
         memcpy(eo_r + (B - 1 - b) * Ns * d, eo + b * Ns * d, (size_t)(Ns * d) * sizeof(float));
         vl_r[B - 1 - b] = vl_h[b];
@@ -387,12 +383,11 @@ static void test_greedy_matches_pytorch(void **state) {
     int32_t *tokens = malloc((size_t)(B * M) * 4), *want = malloc((size_t)(B * M) * 4);
     int32_t want_len[8];
     int64_t lengths[8];
-    char err[256];
-    assert_int_equal(clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, err, sizeof(err)),
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, &err),
                      CLF_SUCCESS);
-    assert_int_equal(
-        clf_safetensors_read_i32(g_fx, "greedy_lengths", want_len, B, err, sizeof(err)),
-        CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_i32(g_fx, "greedy_lengths", want_len, B, &err),
+                     CLF_SUCCESS);
     g_steps_seen = 0;
     CLF_OK(clf_greedy_decode(enc, dec, src, vl, &p, tokens, lengths));
     int64_t longest = 0;
@@ -509,7 +504,7 @@ static void test_bad_weights(void **state) {
  * once: both get PyTorch's tokens (no state is shared between contexts). */
 typedef struct thread_job {
     int ok;
-    char err[256];
+    clf_error err;
 } thread_job;
 
 static void *thread_main(void *arg) {
@@ -527,12 +522,10 @@ static void *thread_main(void *arg) {
     int64_t ss[2] = {B, 9};
     clf_status st = clf_context_create(&ctx, &p);
     if (st == CLF_SUCCESS)
-        st = clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, job->err,
-                                      sizeof(job->err));
+        st = clf_safetensors_read_i32(g_fx, "greedy_tokens", want, B * M, &job->err);
+    if (st == CLF_SUCCESS) st = clf_safetensors_read_i32(g_fx, "src", ids, B * 9, &job->err);
     if (st == CLF_SUCCESS)
-        st = clf_safetensors_read_i32(g_fx, "src", ids, B * 9, job->err, sizeof(job->err));
-    if (st == CLF_SUCCESS)
-        st = clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, job->err, sizeof(job->err));
+        st = clf_safetensors_read_i32(g_fx, "src_valid_lens", lens, B, &job->err);
     if (st == CLF_SUCCESS) st = clf_encoder_load(ctx, g_w, "encoder.", &ec, &enc);
     if (st == CLF_SUCCESS) st = clf_decoder_load(ctx, g_w, "decoder.", &dc, &dec);
     if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 2, ss, &src);
@@ -542,11 +535,12 @@ static void *thread_main(void *arg) {
     for (int round = 0; round < 3 && st == CLF_SUCCESS; round++) {
         st = clf_greedy_decode(enc, dec, src, vl, &gp, tokens, lengths);
         if (st == CLF_SUCCESS && memcmp(tokens, want, (size_t)(B * M) * 4) != 0)
-            snprintf(job->err, sizeof(job->err), "round %d: tokens differ from PyTorch", round);
+            snprintf(job->err.message, sizeof(job->err.message),
+                     "round %d: tokens differ from PyTorch", round);
     }
     if (st != CLF_SUCCESS && ctx)
-        snprintf(job->err, sizeof(job->err), "%s", clf_context_last_error(ctx));
-    job->ok = st == CLF_SUCCESS && job->err[0] == '\0';
+        snprintf(job->err.message, sizeof(job->err.message), "%s", clf_context_last_error(ctx));
+    job->ok = st == CLF_SUCCESS && job->err.message[0] == '\0';
     clf_tensor_free(src);
     clf_tensor_free(vl);
     clf_encoder_free(enc);
@@ -574,7 +568,7 @@ static void test_two_threads(void **state) {
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     for (int i = 0; i < 2; i++)
-        if (!jobs[i].ok) fail_msg("thread %d: %s", i, jobs[i].err);
+        if (!jobs[i].ok) fail_msg("thread %d: %s", i, jobs[i].err.message);
 }
 
 /* A device that allows 1, 3 or 32 work-items per group: the model layers (every

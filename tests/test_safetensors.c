@@ -66,9 +66,8 @@ static void test_dtypes(void **state) {
                "\"i\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[44,48]}}",
                data, sizeof(data), 0);
     clf_safetensors *st = NULL;
-    char err[512];
-    assert_int_equal(clf_safetensors_open(path_of("dtypes.safetensors"), &st, err, sizeof(err)),
-                     CLF_SUCCESS);
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_open(path_of("dtypes.safetensors"), &st, &err), CLF_SUCCESS);
     assert_int_equal(clf_safetensors_count(st), 6);
     assert_string_equal(clf_safetensors_at(st, 0)->name, "a"); /* file order */
     const clf_st_info *h = clf_safetensors_find(st, "h");
@@ -77,24 +76,21 @@ static void test_dtypes(void **state) {
     assert_int_equal(h->dtype, CLF_ST_F16);
     assert_null(clf_safetensors_find(st, "__metadata__"));
     float out[4];
-    assert_int_equal(clf_safetensors_read_f32(st, "h", out, 4, err, sizeof(err)), CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_f32(st, "h", out, 4, &err), CLF_SUCCESS);
     assert_true(out[0] == 1.0f && out[1] == -2.0f && out[2] == 65504.0f);
     assert_true(out[3] == ldexpf(1.0f, -24));
-    assert_int_equal(clf_safetensors_read_f32(st, "bf", out, 2, err, sizeof(err)), CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_f32(st, "bf", out, 2, &err), CLF_SUCCESS);
     assert_true(out[0] == 1.0f && out[1] == -3.5f);
-    assert_int_equal(clf_safetensors_read_f32(st, "d", out, 1, err, sizeof(err)), CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_f32(st, "d", out, 1, &err), CLF_SUCCESS);
     assert_true(out[0] == 0.1f);
     int32_t iv[2];
-    assert_int_equal(clf_safetensors_read_i32(st, "l", iv, 2, err, sizeof(err)), CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_read_i32(st, "l", iv, 2, &err), CLF_SUCCESS);
     assert_true(iv[0] == 7 && iv[1] == -3);
     /* wrong count, wrong kind, missing */
-    assert_int_equal(clf_safetensors_read_f32(st, "h", out, 3, err, sizeof(err)),
-                     CLF_ERROR_SHAPE_MISMATCH);
-    assert_int_equal(clf_safetensors_read_i32(st, "a", iv, 2, err, sizeof(err)),
-                     CLF_ERROR_UNSUPPORTED);
-    assert_int_equal(clf_safetensors_read_f32(st, "nope", out, 1, err, sizeof(err)),
-                     CLF_ERROR_BAD_FORMAT);
-    assert_non_null(strstr(err, "nope"));
+    assert_int_equal(clf_safetensors_read_f32(st, "h", out, 3, &err), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_safetensors_read_i32(st, "a", iv, 2, &err), CLF_ERROR_UNSUPPORTED);
+    assert_int_equal(clf_safetensors_read_f32(st, "nope", out, 1, &err), CLF_ERROR_BAD_FORMAT);
+    assert_non_null(strstr(err.message, "nope"));
     /* device load: F16 converted; shape checked */
     clf_tensor *t = NULL;
     int64_t shape[2] = {2, 2}, bad[2] = {4, 1};
@@ -119,11 +115,12 @@ static void expect_bad(const char *header, size_t data_len, uint64_t hl_override
     static unsigned char zeros[64];
     write_file("bad.safetensors", header, zeros, data_len, hl_override);
     clf_safetensors *st = (clf_safetensors *)(uintptr_t)1;
-    char err[512] = "";
-    clf_status rc = clf_safetensors_open(path_of("bad.safetensors"), &st, err, sizeof(err));
-    if (rc != CLF_ERROR_BAD_FORMAT) fail_msg("%s: got %d (%s)", header, (int)rc, err);
+    clf_error err = {""};
+    clf_status rc = clf_safetensors_open(path_of("bad.safetensors"), &st, &err);
+    if (rc != CLF_ERROR_BAD_FORMAT) fail_msg("%s: got %d (%s)", header, (int)rc, err.message);
     assert_null(st);
-    if (!strstr(err, why)) fail_msg("%s: message \"%s\" lacks \"%s\"", header, err, why);
+    if (!strstr(err.message, why))
+        fail_msg("%s: message \"%s\" lacks \"%s\"", header, err.message, why);
 }
 
 static void test_corrupt(void **state) {
@@ -156,13 +153,12 @@ static void test_corrupt(void **state) {
     fputs("abc", f);
     fclose(f);
     clf_safetensors *st = NULL;
-    char err[512];
-    assert_int_equal(clf_safetensors_open(path_of("short.safetensors"), &st, err, sizeof(err)),
+    clf_error err = {""};
+    assert_int_equal(clf_safetensors_open(path_of("short.safetensors"), &st, &err),
                      CLF_ERROR_BAD_FORMAT);
-    assert_int_equal(clf_safetensors_open(path_of("does-not-exist"), &st, err, sizeof(err)),
-                     CLF_ERROR_IO);
-    assert_non_null(strstr(err, "does-not-exist"));
-    assert_int_equal(clf_safetensors_open(NULL, &st, err, sizeof(err)), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_safetensors_open(path_of("does-not-exist"), &st, &err), CLF_ERROR_IO);
+    assert_non_null(strstr(err.message, "does-not-exist"));
+    assert_int_equal(clf_safetensors_open(NULL, &st, &err), CLF_ERROR_INVALID_ARGUMENT);
 }
 
 /* Every prefix of a real weights file is refused (truncation anywhere). */
@@ -180,13 +176,13 @@ static void test_truncated_everywhere(void **state) {
     assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
     fclose(f);
     clf_safetensors *st = NULL;
-    char err[512];
+    clf_error err = {""};
     for (long cut = 0; cut < n; cut += (cut < 2048 ? 7 : 997)) {
         FILE *g = fopen(path_of("cut.safetensors"), "wb");
         assert_non_null(g);
         if (cut) assert_int_equal(fwrite(buf, 1, (size_t)cut, g), (size_t)cut);
         fclose(g);
-        clf_status rc = clf_safetensors_open(path_of("cut.safetensors"), &st, err, sizeof(err));
+        clf_status rc = clf_safetensors_open(path_of("cut.safetensors"), &st, &err);
         if (rc == CLF_SUCCESS) fail_msg("a file cut at %ld of %ld bytes was accepted", cut, n);
         assert_null(st);
     }
@@ -194,8 +190,7 @@ static void test_truncated_everywhere(void **state) {
     assert_non_null(g);
     assert_int_equal(fwrite(buf, 1, (size_t)n, g), (size_t)n);
     fclose(g);
-    assert_int_equal(clf_safetensors_open(path_of("cut.safetensors"), &st, err, sizeof(err)),
-                     CLF_SUCCESS);
+    assert_int_equal(clf_safetensors_open(path_of("cut.safetensors"), &st, &err), CLF_SUCCESS);
     clf_safetensors_free(st);
     free(buf);
 }

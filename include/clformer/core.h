@@ -50,6 +50,14 @@ typedef enum clf_status {
     CLF_ERROR_INTERNAL = -1011          /* a bug in clformer: please report it */
 } clf_status;
 
+/* Errors: a call with a context leaves what went wrong in the context (clf_context_last_error).
+ * A call without one (context creation, device selection, the file loaders) takes a clf_error
+ * (or NULL) instead: on failure its message says what went wrong; on success it is "". Warnings
+ * (a tuning file that was ignored) are apart from both: clf_context_last_warning. */
+typedef struct clf_error {
+    char message[2048];
+} clf_error;
+
 /* Static description of a status; never NULL. */
 CLF_API const char *clf_strerror(clf_status status);
 
@@ -95,10 +103,9 @@ typedef struct clf_device_info {
  * CLF_SUCCESS. */
 CLF_API clf_status clf_device_list(clf_device_info *infos, uint32_t capacity, uint32_t *count);
 
-/* Picks a device by spec (see clf_context_params.device_spec). On failure writes a message naming
- * the existing devices to msg (if msg != NULL). */
-CLF_API clf_status clf_device_select(const char *spec, clf_device_info *out, char *msg,
-                                     size_t msg_size);
+/* Picks a device by spec (see clf_context_params.device_spec). On failure err (may be NULL) says
+ * why and names the existing devices. */
+CLF_API clf_status clf_device_select(const char *spec, clf_device_info *out, clf_error *err);
 
 /* ---------------------------------------------------------------- context */
 
@@ -116,8 +123,7 @@ typedef struct clf_context_params {
     int disk_cache;         /* 1 (default): keep built programs on disk */
     const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
     const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
-    char *error_buf;        /* optional: why clf_context_create failed (no context to ask) */
-    size_t error_buf_size;
+    clf_error *error;       /* optional: why clf_context_create failed (no context to ask) */
     /* 1 (default): give CLBlast this device's saved GEMM tuning (clf_gemm_tune), else the
      * built-in values for its device type; 0: leave CLBlast's own defaults. CLBlast keeps
      * overrides per device for the whole process, so contexts on one device share them. */
@@ -138,9 +144,12 @@ CLF_API clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_c
 
 CLF_API void clf_context_free(clf_context *ctx);
 
-/* The detail message of the last failed call on this context ("" if none). Valid until the next
- * call on the context. */
+/* What went wrong in the last call on this context: its detail message if it failed, "" if it
+ * succeeded. Valid until the next call on the context. */
 CLF_API const char *clf_context_last_error(const clf_context *ctx);
+/* The last warning on this context (e.g. a tuning file that was malformed and ignored at
+ * creation), "" if none. Warnings never make a call fail and are not cleared by later calls. */
+CLF_API const char *clf_context_last_warning(const clf_context *ctx);
 
 CLF_API clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out);
 CLF_API cl_context clf_context_cl_context(const clf_context *ctx);

@@ -42,9 +42,8 @@ typedef struct clf_st_info {
     uint64_t offset, bytes; /* within the file */
 } clf_st_info;
 
-/* err (optional) receives the reason of a failure. */
-CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, char *err,
-                                        size_t err_size);
+/* err (may be NULL) receives the reason of a failure (see clf_error), as in every call below. */
+CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_error *err);
 CLF_API void clf_safetensors_free(clf_safetensors *st);
 CLF_API size_t clf_safetensors_count(const clf_safetensors *st);
 /* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. */
@@ -53,10 +52,9 @@ CLF_API const clf_st_info *clf_safetensors_find(const clf_safetensors *st, const
 /* Reads a tensor into host memory converted to float (F32, F16, BF16, F64, I32, I64) or int32
  * (I32, I64 in range); `count` must equal its numel. */
 CLF_API clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name, float *dst,
-                                            int64_t count, char *err, size_t err_size);
+                                            int64_t count, clf_error *err);
 CLF_API clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
-                                            int32_t *dst, int64_t count, char *err,
-                                            size_t err_size);
+                                            int32_t *dst, int64_t count, clf_error *err);
 /* Loads a tensor into a new f32 (or, for integer dtypes, I32) device tensor. With shape != NULL
  * its shape must be exactly (shape[0], ..., shape[ndim-1]); a missing tensor, another shape or
  * an unloadable dtype is an error naming the tensor. */
@@ -75,7 +73,7 @@ typedef struct clf_st_entry {
 
 /* Writes a safetensors file (through a temporary file renamed into place). */
 CLF_API clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
-                                         char *err, size_t err_size);
+                                         clf_error *err);
 
 /* ---------------------------------------------------------------- WordPiece tokenizer
  * BERT's tokenizer for uncased vocabularies, as Hugging Face's BertNormalizer, BertPreTokenizer
@@ -88,8 +86,7 @@ typedef struct clf_tokenizer clf_tokenizer;
 
 /* Reads a vocab.txt (one token per line, the line number is the id). It must hold [CLS], [SEP],
  * [UNK] and [PAD]. */
-CLF_API clf_status clf_tokenizer_load(const char *vocab_path, clf_tokenizer **out, char *err,
-                                      size_t err_size);
+CLF_API clf_status clf_tokenizer_load(const char *vocab_path, clf_tokenizer **out, clf_error *err);
 CLF_API void clf_tokenizer_free(clf_tokenizer *tok);
 CLF_API int64_t clf_tokenizer_vocab_size(const clf_tokenizer *tok);
 /* The token of an id, NULL if out of range. */

@@ -30,7 +30,8 @@ static clf_status load_embed(clf_loader *L, const clf_transformer_config *c, int
                              clf_embed_w *e) {
     const int64_t d = c->num_hiddens, P = c->max_len;
     CLF_TRY(clf__load(L, WORD_EMB, c->vocab_size, d, &e->tok));
-    char pn[512], tn[512], err[512];
+    char pn[512], tn[512];
+    clf_error err;
     snprintf(pn, sizeof(pn), "%s%s", L->prefix, POS_EMB);
     snprintf(tn, sizeof(tn), "%s%s", L->prefix, TYPE_EMB);
     const clf_st_info *pi = clf_safetensors_find(L->st, pn);
@@ -47,12 +48,11 @@ static clf_status load_embed(clf_loader *L, const clf_transformer_config *c, int
     float *pos = malloc((size_t)(pi->numel + ti->numel) * sizeof(float));
     if (!pos) return clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     float *typ = pos + pi->numel;
-    clf_status st = clf_safetensors_read_f32(L->st, pn, pos, pi->numel, err, sizeof(err));
-    if (st == CLF_SUCCESS)
-        st = clf_safetensors_read_f32(L->st, tn, typ, ti->numel, err, sizeof(err));
+    clf_status st = clf_safetensors_read_f32(L->st, pn, pos, pi->numel, &err);
+    if (st == CLF_SUCCESS) st = clf_safetensors_read_f32(L->st, tn, typ, ti->numel, &err);
     if (st != CLF_SUCCESS) {
         free(pos);
-        return clf__fail(L->ctx, st, "%s", err);
+        return clf__fail(L->ctx, st, "%s", err.message);
     }
     for (int64_t p = 0; p < P; p++)
         for (int64_t j = 0; j < d; j++)

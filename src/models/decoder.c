@@ -48,6 +48,7 @@ void clf_decoder_free(clf_decoder *dec) {
 clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
                             const clf_transformer_config *cfg, clf_decoder **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!st || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "st and out must not be NULL");
     *out = NULL;
@@ -131,6 +132,7 @@ clf_status clf_decoder_state_init(clf_decoder_state *s, const clf_tensor *enc_ou
     if (!s) return CLF_ERROR_INVALID_ARGUMENT;
     const clf_decoder *dec = s->dec;
     clf_context *ctx = dec->ctx;
+    clf__clear_error(ctx);
     const clf_transformer_config *c = &dec->cfg;
     const int64_t d = c->num_hiddens, F = c->ffn_num_hiddens;
     CLF_TRY(clf__check_tensor(ctx, enc_outputs, "enc_outputs", CLF_F32));
@@ -195,6 +197,7 @@ clf_status clf_decoder_state_step(clf_decoder_state *s, const clf_tensor *ids, c
     if (!s) return CLF_ERROR_INVALID_ARGUMENT;
     const clf_decoder *dec = s->dec;
     clf_context *ctx = dec->ctx;
+    clf__clear_error(ctx);
     const clf_transformer_config *c = &dec->cfg;
     if (!s->ready)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,

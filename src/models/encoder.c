@@ -45,6 +45,7 @@ void clf_encoder_free(clf_encoder *enc) {
 clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
                             const clf_transformer_config *cfg, clf_encoder **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!st || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "st and out must not be NULL");
     *out = NULL;
@@ -144,6 +145,7 @@ clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids
     if (!s) return CLF_ERROR_INVALID_ARGUMENT;
     const clf_encoder *enc = s->enc;
     clf_context *ctx = enc->ctx;
+    clf__clear_error(ctx);
     const clf_transformer_config *c = &enc->cfg;
     CLF_TRY(clf__check_ids(ctx, ids, valid_lens));
     CLF_TRY(clf__check_tensor(ctx, out, "out", CLF_F32));

@@ -13,6 +13,7 @@ clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tenso
                              int32_t *tokens, int64_t *lengths) {
     if (!enc || !dec) return CLF_ERROR_INVALID_ARGUMENT;
     clf_context *ctx = enc->ctx;
+    clf__clear_error(ctx);
     if (dec->ctx != ctx)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "greedy: encoder and decoder belong to different contexts");

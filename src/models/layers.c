@@ -57,7 +57,8 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
     if (!host) return clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     clf_status st = CLF_SUCCESS;
     for (int i = 0; i < count && st == CLF_SUCCESS; i++) {
-        char full[512], err[512];
+        char full[512];
+        clf_error err;
         full_name(L, names[i], "", full, sizeof(full));
         const clf_st_info *info = clf_safetensors_find(L->st, full);
         bool shape_ok = info && info->ndim == (cols ? 2 : 1) && info->shape[0] == rows &&
@@ -68,9 +69,9 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
             st = clf__fail(L->ctx, CLF_ERROR_SHAPE_MISMATCH,
                            "weights: tensor \"%s\" must be (%lld%s%lld)", full, (long long)rows,
                            cols ? ", " : "", (long long)(cols ? cols : 0));
-        else if ((st = clf_safetensors_read_f32(L->st, full, host + per * i, per, err,
-                                                sizeof(err))) != CLF_SUCCESS)
-            clf__fail(L->ctx, st, "%s", err);
+        else if ((st = clf_safetensors_read_f32(L->st, full, host + per * i, per, &err)) !=
+                 CLF_SUCCESS)
+            clf__fail(L->ctx, st, "%s", err.message);
     }
     int64_t shape[2] = {rows * count, cols};
     clf_tensor *t = NULL;

@@ -272,6 +272,7 @@ static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                          const clf_tensor *v, clf_tensor *out, const clf_attention_desc *desc) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     att_shape s;
     clf_status st = check(ctx, q, k, v, out, desc, &s);
     if (st != CLF_SUCCESS) return st;

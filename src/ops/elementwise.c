@@ -6,6 +6,7 @@
 clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor *bias,
                         clf_activation act, clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
     if (st != CLF_SUCCESS) return st;
@@ -67,6 +68,7 @@ clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b, c
 
 clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_I32);
     if (st != CLF_SUCCESS) return st;

@@ -57,6 +57,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
                                     int64_t b_stride, float beta, clf_tensor *c, int64_t c_offset,
                                     int64_t ldc, int64_t c_stride, int64_t batch) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if ((ta != CLF_NO_TRANS && ta != CLF_TRANS) || (tb != CLF_NO_TRANS && tb != CLF_TRANS))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "gemm: unknown transpose value");
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
@@ -104,6 +105,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
 clf_status clf_matmul(clf_context *ctx, clf_transpose ta, clf_transpose tb, float alpha,
                       const clf_tensor *a, const clf_tensor *b, float beta, clf_tensor *c) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, a, "a", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, b, "b", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, c, "c", CLF_F32);

@@ -9,6 +9,7 @@ clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const clf_tensor
                          const clf_tensor *gamma, const clf_tensor *beta, float eps,
                          clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, gamma, "gamma", CLF_F32);

@@ -42,6 +42,7 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
 clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
                       const clf_tensor *bias, clf_activation act, clf_tensor *y) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, w, "w", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);

@@ -47,6 +47,7 @@ static clf_status check_positions(clf_context *ctx, int64_t pos_offset, int64_t 
 clf_status clf_posenc_add(clf_context *ctx, const clf_tensor *x, int64_t pos_offset,
                           clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
     if (st != CLF_SUCCESS) return st;
@@ -64,6 +65,7 @@ clf_status clf_posenc_add(clf_context *ctx, const clf_tensor *x, int64_t pos_off
 clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
                          float scale, int add_posenc, int64_t pos_offset, clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, ids, "ids", CLF_I32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, table, "table", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_F32);

@@ -6,6 +6,7 @@
 clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
                        const clf_mask *mask) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_out(ctx, x, out);
     if (st != CLF_SUCCESS) return st;

@@ -196,6 +196,7 @@ clf_status clf_attention_tune(clf_context *ctx, const clf_tune_params *params,
                               const int64_t *head_dims, int n_head_dims,
                               clf_attention_tune_result *result) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     static const int64_t k_default_dims[3] = {32, 64, 128};
     if (!head_dims) {
         head_dims = k_default_dims;

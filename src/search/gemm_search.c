@@ -270,6 +270,7 @@ static clf_status random_tensor(tuner *t, clf_tensor **out, float **host) {
 
 clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tune_result *result) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
     if (!params || !result || !(params->budget_s > 0))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "clf_gemm_tune: params (budget_s > 0) and result are required");

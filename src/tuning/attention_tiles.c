@@ -80,8 +80,7 @@ void clf__attention_tuning_init(clf_context *ctx) {
                                         ctx->tuning->att_tiles, &ctx->tuning->n_att_tiles, &why))
             snprintf(ctx->tuning->att_source, sizeof(ctx->tuning->att_source), "file:%s", path);
         else /* present but unusable: say so, carry on with the defaults */
-            clf__fail(ctx, CLF_SUCCESS, "warning: ignoring attention tuning file %s: %s", path,
-                      why);
+            clf__warn(ctx, "ignoring attention tuning file %s: %s", path, why);
     }
     free(text);
     free(path);

@@ -220,7 +220,7 @@ void clf__gemm_tuning_init(clf_context *ctx) {
         why = "CLBlast refused its parameters";
     }
     if (why) /* present but unusable: say so, carry on with the built-in values */
-        clf__fail(ctx, CLF_SUCCESS, "warning: ignoring GEMM tuning file %s: %s", path, why);
+        clf__warn(ctx, "ignoring GEMM tuning file %s: %s", path, why);
     free(path);
     if (clf__gemm_builtin(ctx->info.type, &p) && clf__gemm_params_apply(ctx, &p) == CLF_SUCCESS)
         snprintf(ctx->tuning->gemm_source, sizeof(ctx->tuning->gemm_source), "builtin:%s",

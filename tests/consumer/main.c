@@ -6,12 +6,11 @@
 
 int main(void) {
     clf_context *ctx = NULL;
-    char msg[1024] = "";
+    clf_error msg = {""};
     clf_context_params p = clf_context_default_params();
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
+    p.error = &msg;
     if (clf_context_create(&ctx, &p) != CLF_SUCCESS) {
-        fprintf(stderr, "consumer: %s\n", msg);
+        fprintf(stderr, "consumer: %s\n", msg.message);
         return 1;
     }
     float x[3] = {0.0f, logf(2.0f), logf(3.0f)};

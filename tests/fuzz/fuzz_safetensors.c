@@ -7,11 +7,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    char why[512];
-    why[0] = '\0';
+    clf_error why = {""};
     size_t n = 0;
-    clf_status rc = clf__safetensors_check(data, size, &n, why, sizeof(why));
-    if (rc != CLF_SUCCESS && why[0] == '\0') abort();
+    clf_status rc = clf__safetensors_check(data, size, &n, &why);
+    if (rc != CLF_SUCCESS && why.message[0] == '\0') abort();
     if (rc == CLF_SUCCESS && n > size) abort(); /* every tensor needs a header entry */
     return 0;
 }

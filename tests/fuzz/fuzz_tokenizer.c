@@ -21,8 +21,8 @@ static clf_tokenizer *vocab(void) {
                                 "\n中\ne\n##e\nhello\nworld\n##ing\n1\n##2\n$\n";
     if (write(fd, words, sizeof(words) - 1) != (ssize_t)(sizeof(words) - 1)) abort();
     close(fd);
-    char err[256];
-    if (clf_tokenizer_load(path, &t, err, sizeof(err)) != CLF_SUCCESS) abort();
+    clf_error err = {""};
+    if (clf_tokenizer_load(path, &t, &err) != CLF_SUCCESS) abort();
     unlink(path);
     return t;
 }

@@ -173,16 +173,15 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     bench_peaks peaks;
     bench_results results = {0}, base = {0};
     memset(&peaks, 0, sizeof(peaks));
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params params = clf_context_default_params();
     params.device_spec = spec;
-    params.error_buf = msg;
-    params.error_buf_size = sizeof(msg);
+    params.error = &msg;
     if (c->compare && bench_load_results(c->compare, &base)) goto done;
     /* First, with CLBlast's own GEMM parameters (before any override in this process). */
     params.gemm_tuning = 0;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", msg);
+        fprintf(stderr, "clformer-bench: %s\n", msg.message);
         goto done;
     }
     if (bench_gemm_run(ctx, &o, 0, &results)) goto done;
@@ -191,9 +190,11 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (start_times_in_child(&o, &peaks)) goto done;
     params.gemm_tuning = 1;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", msg);
+        fprintf(stderr, "clformer-bench: %s\n", msg.message);
         goto done;
     }
+    if (clf_context_last_warning(ctx)[0])
+        fprintf(stderr, "clformer-bench: warning: %s\n", clf_context_last_warning(ctx));
     for (int i = 0; i < c->n_sets; i++) {
         char name[128];
         const char *eq = strchr(c->sets[i], '=');

@@ -90,9 +90,9 @@ static int write_model(const char *path, int decoder, int64_t V, int64_t d, int6
         rc |= add(w, "", "dense.weight", V, d, 1.0 / sqrt((double)d), &seed);
         rc |= add(w, "", "dense.bias", V, 0, 0.1, &seed);
     }
-    char err[512];
-    if (!rc && clf_safetensors_write(path, w->e, w->n, err, sizeof(err)) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", err);
+    clf_error err = {""};
+    if (!rc && clf_safetensors_write(path, w->e, w->n, &err) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", err.message);
         rc = 1;
     }
     wfree(w);
@@ -131,10 +131,10 @@ static clf_tensor *random_tensor(clf_context *ctx, clf_dtype dt, int nd, const i
 static int load_random(clf_context *ctx, const char *path, const clf_transformer_config *c,
                        clf_encoder **enc, clf_decoder **dec) {
     if (write_model(path, dec != NULL, c->vocab_size, c->num_hiddens, c->ffn_num_hiddens)) return 1;
-    char err[512];
+    clf_error err = {""};
     clf_safetensors *st = NULL;
-    if (clf_safetensors_open(path, &st, err, sizeof(err)) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", err);
+    if (clf_safetensors_open(path, &st, &err) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s\n", err.message);
         return 1;
     }
     clf_status s =

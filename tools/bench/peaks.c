@@ -186,13 +186,12 @@ static double start_once(const bench_opts *o, const char *dir) {
     params.device_spec = o->spec;
     params.cache_dir = dir;
     params.gemm_tuning = 0;
-    char msg[1024];
-    params.error_buf = msg;
-    params.error_buf_size = sizeof(msg);
+    clf_error msg = {""};
+    params.error = &msg;
     double t0 = bench_now_ms();
     clf_context *ctx = NULL;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s\n", msg);
+        fprintf(stderr, "clformer-bench: %s\n", msg.message);
         return -1;
     }
     int bad = bench_ops_touch_all(ctx);

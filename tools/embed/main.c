@@ -105,17 +105,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-embed: no sentences\n");
         return 2;
     }
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params params = clf_context_default_params();
     params.device_spec = spec;
-    params.error_buf = msg;
-    params.error_buf_size = sizeof(msg);
+    params.error = &msg;
     clf_context *ctx = NULL;
     clf_sentence_model *m = NULL;
     int rc = 1;
     float *emb = NULL;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-embed: %s\n", msg);
+        fprintf(stderr, "clformer-embed: %s\n", msg.message);
         goto done;
     }
     if (clf_sentence_model_load(ctx, model, &m) != CLF_SUCCESS) {

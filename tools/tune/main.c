@@ -79,17 +79,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-tune: --budget must be > 0\n");
         return 2;
     }
-    char msg[2048] = "";
+    clf_error msg = {""};
     clf_context_params p = clf_context_default_params();
     p.device_spec = spec;
-    p.error_buf = msg;
-    p.error_buf_size = sizeof(msg);
+    p.error = &msg;
     clf_context *ctx = NULL;
     clf_status st = clf_context_create(&ctx, &p);
     if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-tune: %s\n", msg);
+        fprintf(stderr, "clformer-tune: %s\n", msg.message);
         return 1;
     }
+    if (clf_context_last_warning(ctx)[0])
+        fprintf(stderr, "clformer-tune: warning: %s\n", clf_context_last_warning(ctx));
     clf_device_info info;
     clf_context_device_info(ctx, &info);
     fprintf(stderr, "[clformer-tune] device: %s (%s), budget %.0f s per part\n", info.name,
