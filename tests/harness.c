@@ -1,5 +1,6 @@
 /* harness.c — see harness.h. */
 #include "harness.h"
+#include "../src/rng.h"
 #include "../src/internal.h"
 
 #include <math.h>
@@ -150,17 +151,14 @@ void harness_remove_tree(const char *dir) {
     assert_int_equal(system(cmd), 0);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static clf_rng rng_state = {0x9e3779b97f4a7c15ULL}; /* the tests' one stream (src/rng.h) */
 
 void rng_seed(uint64_t seed) {
-    rng_state = seed ? seed : 1;
+    rng_state = clf_rng_make(seed);
 }
 
 static uint64_t rng_next(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
+    return clf_rng_next(&rng_state);
 }
 
 float *rng_floats(int64_t n) {
@@ -171,7 +169,7 @@ float *rng_floats(int64_t n) {
 }
 
 double rng_uniform(double lo, double hi) {
-    return lo + (hi - lo) * ((double)(rng_next() >> 11) / 9007199254740992.0);
+    return clf_rng_uniform(&rng_state, lo, hi);
 }
 
 double rng_normal(void) {

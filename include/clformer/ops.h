@@ -110,7 +110,7 @@ typedef void (*clf_progress_fn)(void *user, const char *message);
 
 typedef struct clf_tune_params {
     double budget_s;          /* wall-clock budget for the search (compiles included) */
-    uint64_t seed;            /* random search seed */
+    uint64_t seed;            /* seeds the GEMM search and both tuners' random inputs */
     int save;                 /* 1: write the result to the tuning file of this device */
     clf_progress_fn progress; /* optional progress messages */
     void *user;

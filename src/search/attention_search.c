@@ -4,6 +4,7 @@
  * tuning/attention_tiles.c in later contexts).
  */
 #include "../internal.h"
+#include "../rng.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -118,13 +119,9 @@ static clf_status tune_dim(clf_context *ctx, const clf_tune_params *par, int64_t
     float *host = st == CLF_SUCCESS ? malloc((size_t)(b.n * 3 * hd) * sizeof(float)) : NULL;
     if (st == CLF_SUCCESS && !host) st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (st == CLF_SUCCESS) {
-        uint64_t x = 0x9E3779B97F4A7C15ULL ^ (uint64_t)dh;
-        for (int64_t i = 0; i < b.n * 3 * hd; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            host[i] = (float)((double)(x >> 11) / 4503599627370496.0 - 1.0);
-        }
+        clf_rng rng = clf_rng_make(par->seed ^ (uint64_t)dh); /* inputs in [-1, 1) */
+        for (int64_t i = 0; i < b.n * 3 * hd; i++)
+            host[i] = (float)clf_rng_uniform(&rng, -1.0, 1.0);
         st = clf_tensor_write(b.qkv, host, (size_t)(b.n * 3 * hd) * sizeof(float));
     }
     free(host);

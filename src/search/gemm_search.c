@@ -3,6 +3,7 @@
  * switch point between them on this device, applies the best and saves it as the device's GEMM
  * tuning file (read back by tuning/gemm_params.c in later contexts).
  */
+#include "../rng.h"
 #include "../tuning/gemm_params.h"
 
 #include <cjson/cJSON.h>
@@ -20,7 +21,7 @@ typedef struct tuner {
     clf_context *ctx;
     const clf_tune_params *par;
     double t_end;
-    uint64_t rng;
+    clf_rng rng;
     clf_tensor *a, *b, *c; /* 1024 x 1024 each */
     float *ha, *hb;        /* host copies for the spot checks */
     int tried;
@@ -48,10 +49,7 @@ static void progress(tuner *t, const char *fmt, ...) {
 }
 
 static uint64_t next_rand(tuner *t) {
-    t->rng ^= t->rng << 13;
-    t->rng ^= t->rng >> 7;
-    t->rng ^= t->rng << 17;
-    return t->rng;
+    return clf_rng_next(&t->rng);
 }
 
 static size_t pick(tuner *t, const size_t *set, size_t n) {
@@ -264,7 +262,7 @@ static clf_status random_tensor(tuner *t, clf_tensor **out, float **host) {
     *host = malloc(1024 * 1024 * sizeof(float));
     if (!*host) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int i = 0; i < 1024 * 1024; i++)
-        (*host)[i] = (float)((double)(next_rand(t) >> 11) / 4503599627370496.0 - 1.0);
+        (*host)[i] = (float)clf_rng_uniform(&t->rng, -1.0, 1.0);
     return clf_tensor_write(*out, *host, 1024 * 1024 * sizeof(float));
 }
 
@@ -275,7 +273,7 @@ clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tu
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "clf_gemm_tune: params (budget_s > 0) and result are required");
     memset(result, 0, sizeof(*result));
-    tuner t = {.ctx = ctx, .par = params, .rng = params->seed * 2654435761u + 88172645463325252ULL};
+    tuner t = {.ctx = ctx, .par = params, .rng = clf_rng_make(params->seed)};
     const double t0 = now_s();
     t.t_end = t0 + params->budget_s;
     clf_status st = random_tensor(&t, &t.a, &t.ha);

@@ -6,6 +6,7 @@
  * loaded through the library's own loader.
  */
 #include "bench.h"
+#include "../../src/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ typedef struct wlist {
 } wlist;
 
 static int add(wlist *w, const char *prefix, const char *name, int64_t rows, int64_t cols,
-               double scale, uint64_t *seed) {
+               double scale, clf_rng *rng) {
     if (w->n == 64) return 1;
     size_t i = w->n++;
     snprintf(w->names[i], sizeof(w->names[i]), "%s%s", prefix, name);
@@ -32,10 +33,7 @@ static int add(wlist *w, const char *prefix, const char *name, int64_t rows, int
     w->data[i] = malloc((size_t)n * sizeof(float));
     if (!w->data[i]) return 1;
     for (int64_t j = 0; j < n; j++) {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        const double u = (double)(*seed >> 11) / 9007199254740992.0;
+        const double u = clf_rng_uniform(rng, 0.0, 1.0);
         w->data[i][j] = (float)(scale < 0 ? 1.0 + 0.1 * (u - 0.5) : scale * (2 * u - 1));
     }
     w->e[i] = (clf_st_entry){w->names[i], CLF_ST_F32, cols ? 2 : 1, w->shapes[i], w->data[i]};
@@ -48,8 +46,8 @@ static void wfree(wlist *w) {
     w->n = 0;
 }
 
-/* The seeds' weight names for one encoder block (decoder: two attentions, three norms). */
-static int add_block(wlist *w, const char *pre, int decoder, int64_t d, int64_t f, uint64_t *seed) {
+/* d2l's weight names for one encoder block (decoder: two attentions, three norms). */
+static int add_block(wlist *w, const char *pre, int decoder, int64_t d, int64_t f, clf_rng *seed) {
     const double s = 1.0 / sqrt((double)d);
     char n[160];
     const char *atts[2] = {decoder ? "attention1" : "attention", "attention2"};
@@ -83,7 +81,7 @@ static int fail(clf_context *ctx, const char *what, clf_status st) {
 static int write_model(const char *path, int decoder, int64_t V, int64_t d, int64_t f) {
     wlist *w = calloc(1, sizeof(wlist));
     if (!w) return 1;
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    clf_rng seed = clf_rng_make(1);
     int rc = add(w, "", "embedding.weight", V, d, 1.0, &seed);
     rc |= add_block(w, "blks.block0.", decoder, d, f, &seed);
     if (decoder) {
