@@ -95,7 +95,7 @@ extern const size_t clf__tunable_count; /* CLF_T_COUNT */
 
 /* Attention tiles (attention.QB, attention.BQ) for one head size, from an attention tuning file
  * (see tuning/attention_tiles.c). */
-#define CLF_ATT_TILES_MAX 16
+#define CLF_ATT_TILES_MAX CLF_ATTENTION_TUNE_MAX
 typedef struct clf_att_tile {
     int64_t head_dim, qb, bq;
 } clf_att_tile;

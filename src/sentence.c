@@ -15,7 +15,7 @@ struct clf_sentence_model {
     clf_context *ctx;
     clf_tokenizer *tok;
     clf_encoder *enc;
-    clf_transformer_config cfg;
+    clf_transformer_params cfg;
     int64_t max_len;
     int normalize;
 };
@@ -49,7 +49,7 @@ static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_m
     clf_status st = CLF_SUCCESS;
     cJSON *c = read_json(ctx, dir, "config.json", 1, &st);
     if (!c) return st;
-    clf_transformer_config *k = &m->cfg;
+    clf_transformer_params *k = &m->cfg;
     memset(k, 0, sizeof(*k));
     k->arch = CLF_ARCH_BERT;
     k->vocab_size = json_int(c, "vocab_size");

@@ -143,7 +143,7 @@ static void run_case(const acase *c, int naive) {
     }
     int64_t so[3] = {c->b, c->nq, hd};
     clf_tensor *out = tensor_poisoned(CLF_F32, 3, so);
-    clf_attention_desc d = clf_attention_default_desc(c->h, c->dh);
+    clf_attention_params d = clf_attention_default_params(c->h, c->dh);
     d.q_col = qcol;
     d.k_col = kcol;
     d.v_col = vcol;
@@ -311,7 +311,7 @@ static void test_naive_weights(void **state) {
     clf_tensor *tq = tensor_from(CLF_F32, 3, s, q), *tk = tensor_from(CLF_F32, 3, s, k),
                *tv = tensor_from(CLF_F32, 3, s, v), *out = tensor_poisoned(CLF_F32, 3, s),
                *w = tensor_poisoned(CLF_F32, 4, ws);
-    clf_attention_desc d = clf_attention_default_desc(H, Dh);
+    clf_attention_params d = clf_attention_default_params(H, Dh);
     d.mask.causal = 1;
     d.naive = 1;
     d.weights = w;
@@ -359,7 +359,7 @@ static void test_bad_input(void **state) {
     clf_tensor *q = tensor_poisoned(CLF_F32, 3, s), *out = tensor_poisoned(CLF_F32, 3, s);
     clf_tensor *bad = tensor_poisoned(CLF_F32, 3, sbad), *b3 = tensor_poisoned(CLF_F32, 3, s1);
     CLF_OK(clf_tensor_fill(q, 0.5));
-    clf_attention_desc d = clf_attention_default_desc(4, 8);
+    clf_attention_params d = clf_attention_default_params(4, 8);
     assert_int_equal(clf_attention(g_ctx, q, q, q, bad, &d), CLF_ERROR_SHAPE_MISMATCH);
     assert_int_equal(clf_attention(g_ctx, q, b3, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
     assert_int_equal(clf_attention(g_ctx, q, q, q, q, &d), CLF_ERROR_INVALID_ARGUMENT);
@@ -367,9 +367,9 @@ static void test_bad_input(void **state) {
     d.k_col = 1; /* 1 + 32 > 32 */
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "do not fit"));
-    d = clf_attention_default_desc(1, 300);
+    d = clf_attention_default_params(1, 300);
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
-    d = clf_attention_default_desc(4, 8);
+    d = clf_attention_default_params(4, 8);
     d.nk = 6;
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
     d.nk = 0;
@@ -395,7 +395,7 @@ static void test_bad_input(void **state) {
     clf_tensor *big = NULL, *bout = NULL;
     CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 3, sq, &big));
     CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 3, sq, &bout));
-    d = clf_attention_default_desc(1, 1);
+    d = clf_attention_default_params(1, 1);
     d.naive = 1;
     assert_int_equal(clf_attention(g_ctx, big, big, big, bout, &d), CLF_ERROR_SIZE_LIMIT);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "use the tiled path"));

@@ -118,7 +118,7 @@ static void check_tiled(clf_context *ctx, int64_t dh) {
     CLF_OK(clf_tensor_write(vl, lens, sizeof(lens)));
     CLF_OK(clf_tensor_fill(o1, NAN));
     CLF_OK(clf_tensor_fill(o2, NAN));
-    clf_attention_desc d = clf_attention_default_desc(H, dh);
+    clf_attention_params d = clf_attention_default_params(H, dh);
     d.mask.valid_lens = vl;
     CLF_OK(clf_attention(ctx, q, k, v, o1, &d));
     d.naive = 1;

@@ -328,7 +328,7 @@ static void test_warmup_covers_calls(void **state) {
     int64_t as[3] = {1, 3, 8};
     CLF_OK(clf_tensor_create(c, CLF_F32, 3, as, &att));
     CLF_OK(clf_tensor_fill(att, 0.1));
-    clf_attention_desc ad = clf_attention_default_desc(1, 8);
+    clf_attention_params ad = clf_attention_default_params(1, 8);
     clf_tensor *ao;
     CLF_OK(clf_tensor_create(c, CLF_F32, 3, as, &ao));
     CLF_OK(clf_attention(c, att, att, att, ao, &ad));

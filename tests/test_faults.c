@@ -60,7 +60,7 @@ static clf_status workload(clf_context *ctx, const inputs *in, outputs *out, con
     STEP("poison ln", clf_tensor_fill(ln, NAN));
     STEP("poison att", clf_tensor_fill(att, NAN));
     STEP("poison y", clf_tensor_fill(y, NAN));
-    clf_attention_desc d = clf_attention_default_desc(H, DH);
+    clf_attention_params d = clf_attention_default_params(H, DH);
     d.mask.causal = 1;
     STEP("softmax", clf_softmax(ctx, x, sm, NULL));
     STEP("layernorm", clf_layernorm(ctx, x, NULL, g, b, 1e-5f, ln));
@@ -171,9 +171,9 @@ static clf_status model_workload(clf_context *ctx, float *out, const char **op,
     clf_encoder *enc = NULL;
     clf_decoder *dec = NULL;
     clf_tensor *src = NULL, *vl = NULL, *eo = NULL, *ids = NULL, *lg = NULL;
-    clf_transformer_config ec = clf_transformer_default_config(197, 32, 64, 4, 2);
+    clf_transformer_params ec = clf_transformer_default_params(197, 32, 64, 4, 2);
     ec.use_bias = 1;
-    clf_transformer_config dc = clf_transformer_default_config(MV, 32, 64, 4, 2);
+    clf_transformer_params dc = clf_transformer_default_params(MV, 32, 64, 4, 2);
     int32_t sh[MB * 9], lens[MB] = {9, 5, 2}, tok[MB] = {1, 1, 1};
     for (int i = 0; i < MB * 9; i++)
         sh[i] = 3 + (i * 37) % 190;

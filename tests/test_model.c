@@ -29,14 +29,14 @@ static void open_fixtures(void) {
     assert_int_equal(clf_safetensors_read_i32(g_fx, "config", g_cfg, 9, &err), CLF_SUCCESS);
 }
 
-static clf_transformer_config enc_cfg(void) {
-    clf_transformer_config c = clf_transformer_default_config(g_cfg[SRC_V], g_cfg[DM], g_cfg[FFN],
+static clf_transformer_params enc_cfg(void) {
+    clf_transformer_params c = clf_transformer_default_params(g_cfg[SRC_V], g_cfg[DM], g_cfg[FFN],
                                                               g_cfg[HEADS], g_cfg[LAYERS]);
     c.use_bias = 1; /* the fixture's encoder has biased attention projections */
     return c;
 }
-static clf_transformer_config dec_cfg(void) {
-    return clf_transformer_default_config(g_cfg[TGT_V], g_cfg[DM], g_cfg[FFN], g_cfg[HEADS],
+static clf_transformer_params dec_cfg(void) {
+    return clf_transformer_default_params(g_cfg[TGT_V], g_cfg[DM], g_cfg[FFN], g_cfg[HEADS],
                                           g_cfg[LAYERS]);
 }
 
@@ -77,13 +77,13 @@ static double rel_err(const float *got, const double *want, int64_t n) {
 }
 
 static clf_encoder *load_encoder(void) {
-    clf_transformer_config c = enc_cfg();
+    clf_transformer_params c = enc_cfg();
     clf_encoder *e = NULL;
     CLF_OK(clf_encoder_load(g_ctx, g_w, "encoder.", &c, &e));
     return e;
 }
 static clf_decoder *load_decoder(void) {
-    clf_transformer_config c = dec_cfg();
+    clf_transformer_params c = dec_cfg();
     clf_decoder *d = NULL;
     CLF_OK(clf_decoder_load(g_ctx, g_w, "decoder.", &c, &d));
     return d;
@@ -427,13 +427,13 @@ static void test_bad_weights(void **state) {
     open_fixtures();
     clf_encoder *enc = NULL;
     clf_decoder *dec = NULL;
-    clf_transformer_config c = enc_cfg();
+    clf_transformer_params c = enc_cfg();
     /* wrong prefix: every tensor is missing */
     assert_int_equal(clf_encoder_load(g_ctx, g_w, "encodr.", &c, &enc), CLF_ERROR_BAD_FORMAT);
     assert_null(enc);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "encodr.embedding.weight"));
     /* the decoder has no attention biases: asking for them finds them missing */
-    clf_transformer_config dc = dec_cfg();
+    clf_transformer_params dc = dec_cfg();
     dc.use_bias = 1;
     assert_int_equal(clf_decoder_load(g_ctx, g_w, "decoder.", &dc, &dec), CLF_ERROR_BAD_FORMAT);
     assert_null(dec);
@@ -517,7 +517,7 @@ static void *thread_main(void *arg) {
     const int64_t B = 3, M = g_cfg[MAXSTEPS];
     int32_t tokens[64], want[64], ids[64], lens[8];
     int64_t lengths[8];
-    clf_transformer_config ec = enc_cfg(), dc = dec_cfg();
+    clf_transformer_params ec = enc_cfg(), dc = dec_cfg();
     clf_greedy_params gp = {g_cfg[BOS], g_cfg[EOS], M, NULL, NULL};
     int64_t ss[2] = {B, 9};
     clf_status st = clf_context_create(&ctx, &p);

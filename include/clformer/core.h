@@ -58,7 +58,7 @@ typedef struct clf_error {
     char message[2048];
 } clf_error;
 
-/* Static description of a status; never NULL. */
+/* Static description of a status; never NULL; valid for the whole process. */
 CLF_API const char *clf_strerror(clf_status status);
 
 /* ---------------------------------------------------------------- devices */
@@ -152,6 +152,7 @@ CLF_API const char *clf_context_last_error(const clf_context *ctx);
 CLF_API const char *clf_context_last_warning(const clf_context *ctx);
 
 CLF_API clf_status clf_context_device_info(const clf_context *ctx, clf_device_info *out);
+/* The context's OpenCL objects, owned by it (retain them to keep them past clf_context_free). */
 CLF_API cl_context clf_context_cl_context(const clf_context *ctx);
 CLF_API cl_device_id clf_context_cl_device(const clf_context *ctx);
 CLF_API cl_command_queue clf_context_cl_queue(const clf_context *ctx);
@@ -221,6 +222,7 @@ CLF_API int64_t clf_tensor_dim(const clf_tensor *t, int i); /* negative i counts
 CLF_API int64_t clf_tensor_numel(const clf_tensor *t);
 CLF_API size_t clf_tensor_bytes(const clf_tensor *t);
 CLF_API clf_dtype clf_tensor_dtype(const clf_tensor *t);
+/* The tensor's buffer, owned by it: valid until clf_tensor_free (retain it to keep it). */
 CLF_API cl_mem clf_tensor_cl_mem(const clf_tensor *t);
 CLF_API size_t clf_dtype_size(clf_dtype dtype);
 

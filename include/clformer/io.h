@@ -46,7 +46,8 @@ typedef struct clf_st_info {
 CLF_API clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_error *err);
 CLF_API void clf_safetensors_free(clf_safetensors *st);
 CLF_API size_t clf_safetensors_count(const clf_safetensors *st);
-/* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. */
+/* Tensor i (0 .. count-1, in file order), or by name; NULL if absent. Owned by st: valid until
+ * clf_safetensors_free. */
 CLF_API const clf_st_info *clf_safetensors_at(const clf_safetensors *st, size_t i);
 CLF_API const clf_st_info *clf_safetensors_find(const clf_safetensors *st, const char *name);
 /* Reads a tensor into host memory converted to float (F32, F16, BF16, F64, I32, I64) or int32
@@ -89,7 +90,7 @@ typedef struct clf_tokenizer clf_tokenizer;
 CLF_API clf_status clf_tokenizer_load(const char *vocab_path, clf_tokenizer **out, clf_error *err);
 CLF_API void clf_tokenizer_free(clf_tokenizer *tok);
 CLF_API int64_t clf_tokenizer_vocab_size(const clf_tokenizer *tok);
-/* The token of an id, NULL if out of range. */
+/* The token of an id, NULL if out of range. Owned by tok: valid until clf_tokenizer_free. */
 CLF_API const char *clf_tokenizer_token(const clf_tokenizer *tok, int64_t id);
 /* Ids of a special token ("[CLS]", "[SEP]", "[UNK]", "[PAD]", ...) or any token; -1 if absent. */
 CLF_API int64_t clf_tokenizer_find(const clf_tokenizer *tok, const char *token);

@@ -49,7 +49,7 @@ typedef enum {
     CLF_ARCH_BERT = 1 /* word + learned position + token type 0 embeddings, LayerNorm */
 } clf_arch;
 
-typedef struct clf_transformer_config {
+typedef struct clf_transformer_params {
     clf_arch arch;
     int64_t vocab_size;      /* rows of the embedding (and the decoder's output size) */
     int64_t num_hiddens;     /* d; norm_shape is (d) */
@@ -60,10 +60,10 @@ typedef struct clf_transformer_config {
     clf_activation ffn_act; /* RELU in d2l, GELU_ERF in BERT */
     float norm_eps;         /* LayerNorm eps: 1e-5 in d2l, 1e-12 in BERT */
     int64_t max_len;        /* longest sequence (positions); 0: 1000 (d2l's table) */
-} clf_transformer_config;
+} clf_transformer_params;
 
 /* d2l's defaults for given sizes: D2L, ReLU, eps 1e-5, no attention bias, max_len 1000. */
-CLF_API clf_transformer_config clf_transformer_default_config(int64_t vocab_size,
+CLF_API clf_transformer_params clf_transformer_default_params(int64_t vocab_size,
                                                               int64_t num_hiddens,
                                                               int64_t ffn_num_hiddens,
                                                               int64_t num_heads,
@@ -83,7 +83,7 @@ typedef struct clf_decoder_state clf_decoder_state;
 
 /* Loads an encoder's weights (checked: every tensor present with its exact shape). */
 CLF_API clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
-                                    const clf_transformer_config *cfg, clf_encoder **out);
+                                    const clf_transformer_params *cfg, clf_encoder **out);
 CLF_API void clf_encoder_free(clf_encoder *enc);
 /* Allocates the activation workspace for up to `batch` sequences of `len` tokens now (forward
  * otherwise grows it on demand; it never shrinks). len must not exceed cfg.max_len. */
@@ -96,7 +96,8 @@ CLF_API clf_status clf_encoder_forward(clf_encoder *enc, const clf_tensor *ids,
 /* 1: later forwards run attention through the naive path and keep each layer's weights
  * (d2l's attention_weights), readable with clf_encoder_attention_weights. */
 CLF_API clf_status clf_encoder_record_weights(clf_encoder *enc, int on);
-/* The (B, H, N, N) attention weights of a layer from the last forward; NULL if not recorded. */
+/* The (B, H, N, N) attention weights of a layer from the last forward; NULL if not recorded.
+ * Owned by the encoder's own state: valid until its next forward or clf_encoder_free. */
 CLF_API const clf_tensor *clf_encoder_attention_weights(const clf_encoder *enc, int64_t layer);
 /* GEMMs and other kernels queued by one forward of the last shape, per layer (for reports). */
 CLF_API int64_t clf_encoder_launches_per_layer(const clf_encoder *enc);
@@ -114,7 +115,7 @@ CLF_API const clf_tensor *clf_encoder_state_attention_weights(const clf_encoder_
                                                               int64_t layer);
 
 CLF_API clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
-                                    const clf_transformer_config *cfg, clf_decoder **out);
+                                    const clf_transformer_params *cfg, clf_decoder **out);
 CLF_API void clf_decoder_free(clf_decoder *dec);
 /* d2l's init_state: projects the encoder outputs (B, Ns, d) to each layer's cross-attention
  * K and V once, keeps a copy of enc_valid_lens (B) I32 (or NULL), and allocates the KV caches
@@ -132,6 +133,7 @@ CLF_API int64_t clf_decoder_length(const clf_decoder *dec);
 /* 1: later steps use the naive attention path and keep each layer's weights:
  * which 0 = self-attention (B, H, T, length), 1 = cross-attention (B, H, T, Ns). */
 CLF_API clf_status clf_decoder_record_weights(clf_decoder *dec, int on);
+/* Owned by the decoder's own state: valid until its next step or clf_decoder_free. */
 CLF_API const clf_tensor *clf_decoder_attention_weights(const clf_decoder *dec, int64_t layer,
                                                         int which);
 
@@ -154,11 +156,14 @@ CLF_API const clf_tensor *clf_decoder_state_attention_weights(const clf_decoder_
 typedef void (*clf_step_fn)(void *user, const clf_decoder *dec, int64_t step);
 
 typedef struct clf_greedy_params {
-    int32_t bos, eos;  /* the first input token; the token that ends a sequence */
-    int64_t max_steps; /* at most this many tokens per sequence */
-    clf_step_fn on_step;
-    void *user;
+    int32_t bos, eos;    /* the first input token; the token that ends a sequence */
+    int64_t max_steps;   /* at most this many tokens per sequence */
+    clf_step_fn on_step; /* optional */
+    void *user;          /* passed to on_step */
 } clf_greedy_params;
+
+/* bos, eos and max_steps as given, no callback. */
+CLF_API clf_greedy_params clf_greedy_default_params(int32_t bos, int32_t eos, int64_t max_steps);
 
 /* d2l's predict_seq2seq for a batch: encodes src (B, Ns) I32 with src_valid_lens (B) I32
  * (or NULL), then feeds bos and each step's argmax until every sequence has produced eos or
@@ -184,6 +189,8 @@ CLF_API void clf_sentence_model_free(clf_sentence_model *m);
 CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
 /* Longest token sequence (sentences are truncated to it). */
 CLF_API int64_t clf_sentence_model_max_len(const clf_sentence_model *m);
+/* The model's tokenizer and encoder, owned by it: valid until clf_sentence_model_free (do not
+ * free them). */
 CLF_API const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m);
 CLF_API clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m);
 /* Embeds n UTF-8 sentences into out (n, dim), in batches of up to batch_size (0: 32) sentences

@@ -103,7 +103,7 @@ CLF_API clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_t
                               const clf_tensor *bias, clf_activation act, clf_tensor *y);
 
 /* Where the GEMM parameters in force came from: "file:<path>", "builtin:<type>", or "clblast"
- * (CLBlast's own defaults). */
+ * (CLBlast's own defaults). Owned by the context: valid until its next tune or its free. */
 CLF_API const char *clf_gemm_tuning_source(const clf_context *ctx);
 
 typedef void (*clf_progress_fn)(void *user, const char *message);
@@ -115,6 +115,9 @@ typedef struct clf_tune_params {
     clf_progress_fn progress; /* optional progress messages */
     void *user;
 } clf_tune_params;
+
+/* A 30 s budget, seed 1, save 1, no progress callback. */
+CLF_API clf_tune_params clf_tune_default_params(void);
 
 typedef struct clf_tune_result {
     double before_gflops; /* SGEMM 1024^3 with the parameters in force before */
@@ -143,9 +146,12 @@ typedef struct clf_attention_tune_entry {
     double before_ms, after_ms; /* B 1, H 8, N 2048, no mask: tiles in force before / chosen */
 } clf_attention_tune_entry;
 
+/* Most head sizes one attention tune (and one tuning file) holds. */
+#define CLF_ATTENTION_TUNE_MAX 16
+
 typedef struct clf_attention_tune_result {
     int count; /* head sizes tuned (dims[0 .. count - 1]) */
-    clf_attention_tune_entry dims[16];
+    clf_attention_tune_entry dims[CLF_ATTENTION_TUNE_MAX];
     int candidates_tried;
     double seconds;
     char file[512]; /* where it was saved ("" if not) */
@@ -172,7 +178,8 @@ CLF_API clf_status clf_attention_tiles(const clf_context *ctx, int64_t head_dim,
                                        int64_t *bq, int *tuned);
 
 /* Where the attention tiles in force came from: "file:<path>", "tuned" (this context, not
- * saved) or "defaults" (the tunables' per-device-type defaults). */
+ * saved) or "defaults" (the tunables' per-device-type defaults). Owned by the context: valid
+ * until its next tune or its free. */
 CLF_API const char *clf_attention_tuning_source(const clf_context *ctx);
 
 /* ---------------------------------------------------------------- attention
@@ -189,7 +196,7 @@ CLF_API const char *clf_attention_tuning_source(const clf_context *ctx);
  * computes scores by GEMM, the masked softmax and a second GEMM: the baseline, and the way to get
  * the attention weights; it refuses (CLF_ERROR_SIZE_LIMIT) when B x H x Nq x Nk floats exceed
  * the device's max allocation. */
-typedef struct clf_attention_desc {
+typedef struct clf_attention_params {
     int64_t heads;               /* H >= 1 */
     int64_t head_dim;            /* Dh, 1 .. 256 */
     int64_t q_col, k_col, v_col; /* column of head 0 within a row of q, k, v */
@@ -198,14 +205,14 @@ typedef struct clf_attention_desc {
     clf_mask mask;               /* no mask: all zeros */
     int naive;                   /* 1: GEMM + masked softmax + GEMM */
     clf_tensor *weights;         /* naive only, optional: (B, H, Nq, Nk) attention weights */
-} clf_attention_desc;
+} clf_attention_params;
 
 /* A description with H heads of Dh, no mask, columns 0, scale 1/sqrt(Dh), tiled. */
-CLF_API clf_attention_desc clf_attention_default_desc(int64_t heads, int64_t head_dim);
+CLF_API clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_dim);
 
 CLF_API clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                                  const clf_tensor *v, clf_tensor *out,
-                                 const clf_attention_desc *desc);
+                                 const clf_attention_params *desc);
 
 /* out[...] = index of the largest element of x[..., :] (the first one on ties), for f32 x
  * (..., n) and I32 out with x's leading dims (a 1-D x gives a 1-element out). */

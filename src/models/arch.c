@@ -15,10 +15,10 @@ const clf_arch_def *clf__arch_find(clf_arch arch) {
     return NULL;
 }
 
-clf_transformer_config clf_transformer_default_config(int64_t vocab_size, int64_t num_hiddens,
+clf_transformer_params clf_transformer_default_params(int64_t vocab_size, int64_t num_hiddens,
                                                       int64_t ffn_num_hiddens, int64_t num_heads,
                                                       int64_t num_layers) {
-    clf_transformer_config c;
+    clf_transformer_params c;
     memset(&c, 0, sizeof(c));
     c.arch = CLF_ARCH_D2L;
     c.vocab_size = vocab_size;
@@ -32,8 +32,8 @@ clf_transformer_config clf_transformer_default_config(int64_t vocab_size, int64_
     return c;
 }
 
-clf_status clf__check_config(clf_context *ctx, const clf_transformer_config *c,
-                             clf_transformer_config *out) {
+clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
+                             clf_transformer_params *out) {
     if (!c) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config is NULL");
     *out = *c;
     if (!out->max_len) out->max_len = 1000;

@@ -26,7 +26,7 @@ static const struct {
 /* ---------------------------------------------------------------- loading */
 
 /* Token embeddings as they are; position embeddings with token type 0's row added once. */
-static clf_status load_embed(clf_loader *L, const clf_transformer_config *c, int decoder,
+static clf_status load_embed(clf_loader *L, const clf_transformer_params *c, int decoder,
                              clf_embed_w *e) {
     const int64_t d = c->num_hiddens, P = c->max_len;
     CLF_TRY(clf__load(L, WORD_EMB, c->vocab_size, d, &e->tok));
@@ -65,7 +65,7 @@ static clf_status load_embed(clf_loader *L, const clf_transformer_config *c, int
     return clf__load_norm(L, EMB_NORM, d, &e->norm);
 }
 
-static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_config *c,
+static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_params *c,
                                      clf_enc_layer *l) {
     const int64_t d = c->num_hiddens;
     CLF_TRY(clf__load_mha(L, enc.q, enc.k, enc.v, enc.o, d, 1, 0, &l->att));
@@ -77,7 +77,7 @@ static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_config
 /* ---------------------------------------------------------------- forward */
 
 /* out = LayerNorm(word[ids] + (position + type 0)[0 .. N-1]). */
-static clf_status embed(clf_context *ctx, const clf_transformer_config *c, const clf_embed_w *e,
+static clf_status embed(clf_context *ctx, const clf_transformer_params *c, const clf_embed_w *e,
                         const clf_tensor *ids, int64_t pos0, clf_embed_ws *ws, clf_tensor *out) {
     const int64_t B = ids->shape[0], N = ids->shape[1];
     clf_tensor pos = clf__view(ws->pos_ids, B, N, 0);

@@ -29,12 +29,12 @@ static const struct {
 
 /* ---------------------------------------------------------------- loading */
 
-static clf_status load_embed(clf_loader *L, const clf_transformer_config *c, int decoder,
+static clf_status load_embed(clf_loader *L, const clf_transformer_params *c, int decoder,
                              clf_embed_w *e) {
     return clf__load(L, "embedding.weight", c->vocab_size, c->num_hiddens, &e->tok);
 }
 
-static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_config *c,
+static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_params *c,
                                      clf_enc_layer *l) {
     const int64_t d = c->num_hiddens;
     CLF_TRY(clf__load_mha(L, enc.q, enc.k, enc.v, enc.o, d, c->use_bias, 0, &l->att));
@@ -43,7 +43,7 @@ static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_config
     return clf__load_ffn(L, enc.up, enc.down, d, c->ffn_num_hiddens, &l->ffn);
 }
 
-static clf_status load_decoder_layer(clf_loader *L, const clf_transformer_config *c,
+static clf_status load_decoder_layer(clf_loader *L, const clf_transformer_params *c,
                                      clf_dec_layer *l) {
     const int64_t d = c->num_hiddens;
     CLF_TRY(clf__load_mha(L, dec.q1, dec.k1, dec.v1, dec.o1, d, c->use_bias, 0, &l->self));
@@ -54,14 +54,14 @@ static clf_status load_decoder_layer(clf_loader *L, const clf_transformer_config
     return clf__load_ffn(L, dec.up, dec.down, d, c->ffn_num_hiddens, &l->ffn);
 }
 
-static clf_status load_head(clf_loader *L, const clf_transformer_config *c, clf_lin *head) {
+static clf_status load_head(clf_loader *L, const clf_transformer_params *c, clf_lin *head) {
     return clf__load_lin(L, "dense", c->vocab_size, c->num_hiddens, 1, head);
 }
 
 /* ---------------------------------------------------------------- forward */
 
 /* out = embedding(ids) * sqrt(d) + P[pos0 .., :] (d2l's PositionalEncoding, dropout off). */
-static clf_status embed(clf_context *ctx, const clf_transformer_config *c, const clf_embed_w *e,
+static clf_status embed(clf_context *ctx, const clf_transformer_params *c, const clf_embed_w *e,
                         const clf_tensor *ids, int64_t pos0, clf_embed_ws *ws, clf_tensor *out) {
     return clf_embedding(ctx, ids, e->tok, (float)sqrt((double)c->num_hiddens), 1, pos0, out);
 }
@@ -72,7 +72,7 @@ static clf_status embed(clf_context *ctx, const clf_transformer_config *c, const
  *   Z = AddNorm(Y, MHA(Y, enc_outputs, enc_outputs, enc_valid_lens))
  *   out = AddNorm(Z, FFN(Z))
  * The cache holds projected keys and values, so X2's projection is never recomputed. */
-static clf_status decoder_block(clf_context *ctx, const clf_transformer_config *c,
+static clf_status decoder_block(clf_context *ctx, const clf_transformer_params *c,
                                 const clf_dec_layer *l, clf_dec_layer_state *ls, clf_tensor *x,
                                 int64_t pos, const clf_tensor *enc_lens, int record,
                                 clf_block_ws *ws, clf_tensor *out) {
@@ -81,7 +81,7 @@ static clf_status decoder_block(clf_context *ctx, const clf_transformer_config *
     clf_tensor *y = out, *z = x; /* Y in out, then Z over X, then the result in out */
 
     /* causal self-attention over the cache */
-    clf_attention_desc sd = clf_attention_default_desc(H, d / H);
+    clf_attention_params sd = clf_attention_default_params(H, d / H);
     sd.v_col = d; /* the cache holds K | V */
     sd.nk = pos + T;
     sd.mask.causal = 1;
@@ -98,7 +98,7 @@ static clf_status decoder_block(clf_context *ctx, const clf_transformer_config *
     CLF_TRY(clf__add_norm(ctx, &ws->tmp, x, &l->n1, eps, y));
 
     /* cross-attention over the encoder outputs' projected K | V */
-    clf_attention_desc cd = clf_attention_default_desc(H, d / H);
+    clf_attention_params cd = clf_attention_default_params(H, d / H);
     cd.v_col = d;
     cd.mask.valid_lens = enc_lens;
     if (record) {

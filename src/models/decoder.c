@@ -46,7 +46,7 @@ void clf_decoder_free(clf_decoder *dec) {
 }
 
 clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
-                            const clf_transformer_config *cfg, clf_decoder **out) {
+                            const clf_transformer_params *cfg, clf_decoder **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     if (!st || !out)
@@ -66,7 +66,7 @@ clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const c
         free(dec);
         return s;
     }
-    const clf_transformer_config *c = &dec->cfg;
+    const clf_transformer_params *c = &dec->cfg;
     clf_loader L = {ctx, st, prefix ? prefix : "", 0};
     dec->layers = calloc((size_t)c->num_layers, sizeof(clf_dec_layer));
     if (!dec->layers) s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -133,7 +133,7 @@ clf_status clf_decoder_state_init(clf_decoder_state *s, const clf_tensor *enc_ou
     const clf_decoder *dec = s->dec;
     clf_context *ctx = dec->ctx;
     clf__clear_error(ctx);
-    const clf_transformer_config *c = &dec->cfg;
+    const clf_transformer_params *c = &dec->cfg;
     const int64_t d = c->num_hiddens, F = c->ffn_num_hiddens;
     CLF_TRY(clf__check_tensor(ctx, enc_outputs, "enc_outputs", CLF_F32));
     char a[96];
@@ -198,7 +198,7 @@ clf_status clf_decoder_state_step(clf_decoder_state *s, const clf_tensor *ids, c
     const clf_decoder *dec = s->dec;
     clf_context *ctx = dec->ctx;
     clf__clear_error(ctx);
-    const clf_transformer_config *c = &dec->cfg;
+    const clf_transformer_params *c = &dec->cfg;
     if (!s->ready)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "decoder: call clf_decoder_init_state first");

@@ -43,7 +43,7 @@ void clf_encoder_free(clf_encoder *enc) {
 }
 
 clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
-                            const clf_transformer_config *cfg, clf_encoder **out) {
+                            const clf_transformer_params *cfg, clf_encoder **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     if (!st || !out)
@@ -57,7 +57,7 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
         free(enc);
         return s;
     }
-    const clf_transformer_config *c = &enc->cfg;
+    const clf_transformer_params *c = &enc->cfg;
     enc->arch = clf__arch_find(c->arch);
     clf_loader L = {ctx, st, prefix ? prefix : "", 0};
     enc->layers = calloc((size_t)c->num_layers, sizeof(clf_enc_layer));
@@ -106,7 +106,7 @@ void clf_encoder_state_free(clf_encoder_state *s) {
 clf_status clf_encoder_state_reserve(clf_encoder_state *s, int64_t batch, int64_t len) {
     if (!s) return CLF_ERROR_INVALID_ARGUMENT;
     clf_context *ctx = s->enc->ctx;
-    const clf_transformer_config *c = &s->enc->cfg;
+    const clf_transformer_params *c = &s->enc->cfg;
     if (batch < 1 || len < 1)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "reserve: batch and len must be >= 1");
     if (len > c->max_len)
@@ -146,7 +146,7 @@ clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids
     const clf_encoder *enc = s->enc;
     clf_context *ctx = enc->ctx;
     clf__clear_error(ctx);
-    const clf_transformer_config *c = &enc->cfg;
+    const clf_transformer_params *c = &enc->cfg;
     CLF_TRY(clf__check_ids(ctx, ids, valid_lens));
     CLF_TRY(clf__check_tensor(ctx, out, "out", CLF_F32));
     const int64_t B = ids->shape[0], N = ids->shape[1], d = c->num_hiddens, H = c->num_heads;

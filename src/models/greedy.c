@@ -8,6 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+clf_greedy_params clf_greedy_default_params(int32_t bos, int32_t eos, int64_t max_steps) {
+    clf_greedy_params p;
+    memset(&p, 0, sizeof(p));
+    p.bos = bos;
+    p.eos = eos;
+    p.max_steps = max_steps;
+    return p;
+}
+
 clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tensor *src,
                              const clf_tensor *src_valid_lens, const clf_greedy_params *p,
                              int32_t *tokens, int64_t *lengths) {

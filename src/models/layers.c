@@ -240,11 +240,11 @@ clf_status clf__ffn(clf_context *ctx, const clf_tensor *x, const clf_ffn_w *f, c
     return clf__lin(ctx, h, &f->down, CLF_ACT_IDENTITY, y); /* y (B, N, d) */
 }
 
-clf_status clf__mha_self(clf_context *ctx, const clf_transformer_config *c, const clf_mha_w *m,
+clf_status clf__mha_self(clf_context *ctx, const clf_transformer_params *c, const clf_mha_w *m,
                          const clf_tensor *x, const clf_mask *mask, clf_tensor *weights,
                          clf_block_ws *ws, clf_tensor *out) {
     const int64_t d = c->num_hiddens, H = c->num_heads;
-    clf_attention_desc ad = clf_attention_default_desc(H, d / H);
+    clf_attention_params ad = clf_attention_default_params(H, d / H);
     ad.k_col = d; /* K and V are columns d.. and 2d.. of the fused projection */
     ad.v_col = 2 * d;
     ad.mask = *mask;
@@ -255,7 +255,7 @@ clf_status clf__mha_self(clf_context *ctx, const clf_transformer_config *c, cons
     return clf__lin(ctx, &ws->att, &m->o, CLF_ACT_IDENTITY, out);
 }
 
-clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_config *c,
+clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_params *c,
                                       const clf_enc_layer *l, clf_tensor *x,
                                       const clf_tensor *valid_lens, clf_tensor *weights,
                                       clf_block_ws *ws) {

@@ -139,13 +139,13 @@ typedef struct clf_block_ws {
 
 /* Multi-head self-attention over x (B, N, d): out (B, N, d) = W_o attention(x W_qkv^T), with the
  * mask in `mask`; weights (B, H, N, N) or NULL records the attention weights (naive path). */
-clf_status clf__mha_self(clf_context *ctx, const clf_transformer_config *c, const clf_mha_w *m,
+clf_status clf__mha_self(clf_context *ctx, const clf_transformer_params *c, const clf_mha_w *m,
                          const clf_tensor *x, const clf_mask *mask, clf_tensor *weights,
                          clf_block_ws *ws, clf_tensor *out);
 
 /* d2l's EncoderBlock and BERT's layer, post-LN, in place on x (B, N, d):
  *   Y = AddNorm(X, MHA(X, X, X, valid_lens)); X = AddNorm(Y, FFN(Y)) */
-clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_config *c,
+clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_params *c,
                                       const clf_enc_layer *l, clf_tensor *x,
                                       const clf_tensor *valid_lens, clf_tensor *weights,
                                       clf_block_ws *ws);

@@ -49,24 +49,24 @@ typedef struct clf_arch_def {
     clf_arch arch;
     const char *name;
     /* Embeddings: loads e for an encoder (decoder 0) or a decoder (1). */
-    clf_status (*load_embed)(clf_loader *L, const clf_transformer_config *c, int decoder,
+    clf_status (*load_embed)(clf_loader *L, const clf_transformer_params *c, int decoder,
                              clf_embed_w *e);
     /* out (B, N, d) = embedding of ids (B, N) at positions pos0 .. pos0+N-1. */
-    clf_status (*embed)(clf_context *ctx, const clf_transformer_config *c, const clf_embed_w *e,
+    clf_status (*embed)(clf_context *ctx, const clf_transformer_params *c, const clf_embed_w *e,
                         const clf_tensor *ids, int64_t pos0, clf_embed_ws *ws, clf_tensor *out);
     /* One encoder layer's weights (L->layer is its number) and its forward, in place on x. */
-    clf_status (*load_encoder_layer)(clf_loader *L, const clf_transformer_config *c,
+    clf_status (*load_encoder_layer)(clf_loader *L, const clf_transformer_params *c,
                                      clf_enc_layer *l);
-    clf_status (*encoder_block)(clf_context *ctx, const clf_transformer_config *c,
+    clf_status (*encoder_block)(clf_context *ctx, const clf_transformer_params *c,
                                 const clf_enc_layer *l, clf_tensor *x, const clf_tensor *valid_lens,
                                 clf_tensor *weights, clf_block_ws *ws);
     /* Decoder, or NULL when the family has none: one layer's weights, the output head, and one
      * block over x (B, T, d) at positions pos .. pos+T-1 into out (B, T, d), overwriting x;
      * record: keep the attention weights in ls. */
-    clf_status (*load_decoder_layer)(clf_loader *L, const clf_transformer_config *c,
+    clf_status (*load_decoder_layer)(clf_loader *L, const clf_transformer_params *c,
                                      clf_dec_layer *l);
-    clf_status (*load_head)(clf_loader *L, const clf_transformer_config *c, clf_lin *head);
-    clf_status (*decoder_block)(clf_context *ctx, const clf_transformer_config *c,
+    clf_status (*load_head)(clf_loader *L, const clf_transformer_params *c, clf_lin *head);
+    clf_status (*decoder_block)(clf_context *ctx, const clf_transformer_params *c,
                                 const clf_dec_layer *l, clf_dec_layer_state *ls, clf_tensor *x,
                                 int64_t pos, const clf_tensor *enc_lens, int record,
                                 clf_block_ws *ws, clf_tensor *out);
@@ -77,14 +77,14 @@ extern const clf_arch_def clf__arch_bert;
 /* The family of cfg->arch, or NULL. */
 const clf_arch_def *clf__arch_find(clf_arch arch);
 /* Checks a config and fills in its defaults (max_len 0: 1000). */
-clf_status clf__check_config(clf_context *ctx, const clf_transformer_config *c,
-                             clf_transformer_config *out);
+clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
+                             clf_transformer_params *out);
 
 /* ---------------------------------------------------------------- the stacks' weights */
 
 struct clf_encoder {
     clf_context *ctx;
-    clf_transformer_config cfg;
+    clf_transformer_params cfg;
     const clf_arch_def *arch;
     clf_embed_w emb;
     clf_enc_layer *layers;  /* [num_layers] */
@@ -93,7 +93,7 @@ struct clf_encoder {
 
 struct clf_decoder {
     clf_context *ctx;
-    clf_transformer_config cfg;
+    clf_transformer_params cfg;
     const clf_arch_def *arch;
     clf_embed_w emb;
     clf_dec_layer *layers;  /* [num_layers] */

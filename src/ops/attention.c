@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-clf_attention_desc clf_attention_default_desc(int64_t heads, int64_t head_dim) {
-    clf_attention_desc d;
+clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_dim) {
+    clf_attention_params d;
     memset(&d, 0, sizeof(d));
     d.heads = heads;
     d.head_dim = head_dim;
@@ -25,7 +25,7 @@ typedef struct att_shape {
 } att_shape;
 
 static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
-                        const clf_tensor *v, const clf_tensor *out, const clf_attention_desc *d,
+                        const clf_tensor *v, const clf_tensor *out, const clf_attention_params *d,
                         att_shape *s) {
     clf_status st = clf__check_tensor(ctx, q, "q", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, k, "k", CLF_F32);
@@ -89,7 +89,7 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 /* Transposes K of each (batch, head) into scratch, then runs attention_tiled_t with per_item
  * queries per work-item and bq per group (the kernels built with `defs`, vectors of vw). */
 static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
-                          const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                          const clf_tensor *v, clf_tensor *out, const clf_attention_params *d,
                           const att_shape *s, const clf_defines *defs, int64_t vw, size_t per_item,
                           size_t bq) {
     const int64_t nkp = (s->nk + vw - 1) / vw * vw;
@@ -131,7 +131,7 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
 }
 
 static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
-                        const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                        const clf_tensor *v, clf_tensor *out, const clf_attention_params *d,
                         const att_shape *s) {
     /* The widest vector (<= MAXVW) that divides Dh: rows then never need a partial vector. */
     int64_t vw = clf__tun(ctx, CLF_T_ATTENTION_MAXVW);
@@ -221,7 +221,7 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 }
 
 static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
-                        const clf_tensor *v, clf_tensor *out, const clf_attention_desc *d,
+                        const clf_tensor *v, clf_tensor *out, const clf_attention_params *d,
                         const att_shape *s) {
     const int64_t scores_shape[4] = {s->batch, s->heads, s->nq, s->nk};
     clf_tensor *w = d->weights, *tmp = NULL;
@@ -270,7 +270,7 @@ static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 }
 
 clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
-                         const clf_tensor *v, clf_tensor *out, const clf_attention_desc *desc) {
+                         const clf_tensor *v, clf_tensor *out, const clf_attention_params *desc) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     att_shape s;

@@ -54,7 +54,7 @@ static double att_time(att_bench *b, int64_t qb, int64_t bq) {
     memcpy(saved, ctx->tuning->att_tiles, sizeof(saved));
     ctx->tuning->att_tiles[0] = (clf_att_tile){b->dh, qb, bq};
     ctx->tuning->n_att_tiles = 1;
-    clf_attention_desc d = clf_attention_default_desc(b->heads, b->dh);
+    clf_attention_params d = clf_attention_default_params(b->heads, b->dh);
     d.k_col = b->heads * b->dh;
     d.v_col = 2 * b->heads * b->dh;
     double best = -1;

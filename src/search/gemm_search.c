@@ -266,6 +266,15 @@ static clf_status random_tensor(tuner *t, clf_tensor **out, float **host) {
     return clf_tensor_write(*out, *host, 1024 * 1024 * sizeof(float));
 }
 
+clf_tune_params clf_tune_default_params(void) {
+    clf_tune_params p;
+    memset(&p, 0, sizeof(p));
+    p.budget_s = 30.0;
+    p.seed = 1;
+    p.save = 1;
+    return p;
+}
+
 clf_status clf_gemm_tune(clf_context *ctx, const clf_tune_params *params, clf_tune_result *result) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);

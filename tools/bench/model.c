@@ -126,7 +126,7 @@ static clf_tensor *random_tensor(clf_context *ctx, clf_dtype dt, int nd, const i
 
 /* Writes random weights for one block of cfg's sizes to path and loads them as an encoder (enc)
  * or a decoder (dec). */
-static int load_random(clf_context *ctx, const char *path, const clf_transformer_config *c,
+static int load_random(clf_context *ctx, const char *path, const clf_transformer_params *c,
                        clf_encoder **enc, clf_decoder **dec) {
     if (write_model(path, dec != NULL, c->vocab_size, c->num_hiddens, c->ffn_num_hiddens)) return 1;
     clf_error err = {""};
@@ -146,7 +146,7 @@ static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path
     const int64_t B = 8, N = 512, d = 512, H = 8, F = 2048, V = 1000;
     bench_progress("layer: encoder_layer B%lld N%lld d%lld H%lld F%lld", (long long)B, (long long)N,
                    (long long)d, (long long)H, (long long)F);
-    clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
+    clf_transformer_params c = clf_transformer_default_params(V, d, F, H, 1);
     clf_encoder *enc = NULL;
     if (load_random(ctx, path, &c, &enc, NULL)) return 1;
     clf_status s;
@@ -193,7 +193,7 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
                          bench_results *r) {
     const int64_t d = 512, H = 8, F = 2048, V = 1000, Ns = 64;
     const int64_t contexts[] = {64, 512, 2048};
-    clf_transformer_config c = clf_transformer_default_config(V, d, F, H, 1);
+    clf_transformer_params c = clf_transformer_default_params(V, d, F, H, 1);
     c.max_len = 4096;
     clf_decoder *dec = NULL;
     if (load_random(ctx, path, &c, NULL, &dec)) return 1;

@@ -298,7 +298,7 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
     clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad),
                *k = make(ctx, CLF_F32, 3, sk, 0.02, &bad);
     clf_tensor *v = make(ctx, CLF_F32, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
-    clf_attention_desc d = clf_attention_default_desc(h, dh);
+    clf_attention_params d = clf_attention_default_params(h, dh);
     d.naive = naive;
     res.mem_bytes = io + (naive ? 4.0 * (double)(b * h * nq * nk) : 0.0);
     clf_status st = bad ? CLF_ERROR_INTERNAL : clf_attention(ctx, q, k, v, out, &d);
