@@ -31,9 +31,15 @@ static void usage(FILE *f) {
                "                  embedding_posenc,bias_gelu,add, gemm, attention_tiled,\n"
                "                  attention_naive, attention_decode, encoder_layer, decoder_step,\n"
                "                  model_minilm ($CLF_MODEL_DIR, else models/all-MiniLM-L6-v2)\n"
+               "  --all-devices   every device in turn, each with its own ceilings (simulators\n"
+               "                  are left out; RUSTICL_ENABLE=llvmpipe adds rusticl's device)\n"
                "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
                "  --json FILE     write the results as JSON\n"
                "  --csv FILE      write the op results as CSV\n"
+               "  --plot FILE     write a roofline of every op as SVG\n"
+               "  --compare BASE  print each record's ratio to a saved JSON run, flag regressions\n"
+               "  --threshold R   a regression is a speed ratio below R (default 0.8)\n"
+               "  --compare-only CUR BASE  compare two saved JSON runs, measure nothing\n"
                "  --help          this text\n");
 }
 

@@ -14,28 +14,6 @@ typedef struct op_args {
 
 typedef clf_status (*op_fn)(clf_context *ctx, op_args *a);
 
-static clf_status run_softmax(clf_context *ctx, op_args *a) {
-    return clf_softmax(ctx, a->x, a->y, NULL);
-}
-static clf_status run_layernorm(clf_context *ctx, op_args *a) {
-    return clf_layernorm(ctx, a->x, NULL, a->gamma, a->beta, 1e-5f, a->y);
-}
-static clf_status run_add_layernorm(clf_context *ctx, op_args *a) {
-    return clf_layernorm(ctx, a->x, a->res, a->gamma, a->beta, 1e-5f, a->y);
-}
-static clf_status run_posenc(clf_context *ctx, op_args *a) {
-    return clf_posenc_add(ctx, a->x, 0, a->y);
-}
-static clf_status run_embedding(clf_context *ctx, op_args *a) {
-    return clf_embedding(ctx, a->ids, a->table, 22.627417f, 1, 0, a->y);
-}
-static clf_status run_bias_gelu(clf_context *ctx, op_args *a) {
-    return clf_bias_act(ctx, a->x, a->bias, CLF_ACT_GELU_ERF, a->y);
-}
-static clf_status run_add(clf_context *ctx, op_args *a) {
-    return clf_add(ctx, a->x, a->res, a->y);
-}
-
 static void free_args(op_args *a) {
     clf_tensor *all[] = {a->x, a->y, a->res, a->gamma, a->beta, a->bias, a->ids, a->table, a->lens};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -75,102 +53,132 @@ static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, in
     return t;
 }
 
-/* Prepares the tensors of op `name` at size scale (1: benchmark, 0: tiny). Returns the op. */
-/* Flops per output element, as the kernels compute them (exp, erf's exp, sincos count 1): the
- * x coordinate of the roofline plot, not a speed claim. */
-static double flops_per_element(const char *name) {
-    static const struct {
-        const char *op;
-        double flops;
-    } t[] = {{"softmax", 5}, {"layernorm", 8},        {"add_layernorm", 11},
-             {"posenc", 5},  {"embedding_posenc", 6}, {"bias_gelu", 20},
-             {"add", 1}};
-    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-        if (strcmp(t[i].op, name) == 0) return t[i].flops;
-    return 0;
-}
+/* ---------------------------------------------------------------- the memory-bound ops
+ * One row per op: its name, what it needs (tensors at benchmark size, or tiny for the first-use
+ * pass), the call, and its flops per output element as the kernels compute them (exp, erf's exp
+ * and sincos count 1: the x coordinate of the roofline plot, not a speed claim). */
 
-static op_fn setup(clf_context *ctx, const char *name, int tiny, op_args *a, int *ndim,
-                   int64_t *shape, double *bytes, int *bad) {
-    memset(a, 0, sizeof(*a));
+typedef struct op_size {
+    int ndim;
+    int64_t shape[3]; /* the output's shape */
+    double bytes;     /* read + written once */
+} op_size;
+
+/* x and y of (rows, n); rows x n is 4096 x 1024 (tiny: 3 x 37). */
+static op_size rows_xy(clf_context *ctx, int tiny, op_args *a, int *bad) {
     const int64_t rows = tiny ? 3 : 4096, n = tiny ? 37 : 1024;
-    int64_t s2[2] = {rows, n};
-    if (strcmp(name, "softmax") == 0 || strcmp(name, "bias_gelu") == 0 ||
-        strcmp(name, "add") == 0) {
-        a->x = make(ctx, CLF_F32, 2, s2, 0.5, bad);
-        a->y = make(ctx, CLF_F32, 2, s2, 0, bad);
-        *ndim = 2;
-        memcpy(shape, s2, sizeof(s2));
-        double size = (double)(rows * n) * 4;
-        if (strcmp(name, "softmax") == 0) {
-            *bytes = 2 * size;
-            return run_softmax;
-        }
-        if (strcmp(name, "bias_gelu") == 0) {
-            a->bias = make(ctx, CLF_F32, 1, &n, 0.1, bad);
-            *bytes = 2 * size + (double)n * 4;
-            return run_bias_gelu;
-        }
-        a->res = make(ctx, CLF_F32, 2, s2, 0.25, bad);
-        *bytes = 3 * size;
-        return run_add;
-    }
-    if (strcmp(name, "layernorm") == 0 || strcmp(name, "add_layernorm") == 0) {
-        const int64_t lr = tiny ? 5 : 8192, ln = tiny ? 77 : 512;
-        int64_t s[2] = {lr, ln};
-        a->x = make(ctx, CLF_F32, 2, s, 0.5, bad);
-        a->y = make(ctx, CLF_F32, 2, s, 0, bad);
-        a->gamma = make(ctx, CLF_F32, 1, &ln, 1, bad);
-        a->beta = make(ctx, CLF_F32, 1, &ln, 0, bad);
-        *ndim = 2;
-        memcpy(shape, s, sizeof(s));
-        double size = (double)(lr * ln) * 4;
-        if (strcmp(name, "layernorm") == 0) {
-            *bytes = 2 * size + 2.0 * (double)ln * 4;
-            return run_layernorm;
-        }
-        a->res = make(ctx, CLF_F32, 2, s, 0.25, bad);
-        *bytes = 3 * size + 2.0 * (double)ln * 4;
-        return run_add_layernorm;
-    }
+    op_size z = {2, {rows, n, 0}, 2.0 * (double)(rows * n) * 4};
+    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    return z;
+}
+/* LayerNorm's x, y, gamma and beta of (8192, 512) (tiny: 5 x 77). */
+static op_size norm_xy(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    const int64_t lr = tiny ? 5 : 8192, ln = tiny ? 77 : 512;
+    op_size z = {2, {lr, ln, 0}, 2.0 * (double)(lr * ln) * 4 + 2.0 * (double)ln * 4};
+    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    a->gamma = make(ctx, CLF_F32, 1, &z.shape[1], 1, bad);
+    a->beta = make(ctx, CLF_F32, 1, &z.shape[1], 0, bad);
+    return z;
+}
+/* Sequences (8, 1024, 512) (tiny: 2 x 5 x 33). */
+static op_size seq_shape(int tiny) {
     const int64_t b = tiny ? 2 : 8, seq = tiny ? 5 : 1024, d = tiny ? 33 : 512;
-    int64_t s3[3] = {b, seq, d};
-    *ndim = 3;
-    memcpy(shape, s3, sizeof(s3));
-    double size = (double)(b * seq * d) * 4;
-    if (strcmp(name, "posenc") == 0) {
-        a->x = make(ctx, CLF_F32, 3, s3, 0.5, bad);
-        a->y = make(ctx, CLF_F32, 3, s3, 0, bad);
-        *bytes = 2 * size;
-        return run_posenc;
-    }
-    if (strcmp(name, "embedding_posenc") == 0) {
-        const int64_t vocab = tiny ? 11 : 30522;
-        int64_t ts[2] = {vocab, d}, is[2] = {b, seq};
-        a->table = make(ctx, CLF_F32, 2, ts, 0.01, bad);
-        a->ids = make_ids(ctx, 2, is, vocab, bad);
-        a->y = make(ctx, CLF_F32, 3, s3, 0, bad);
-        *bytes = 2 * size + (double)(b * seq) * 4;
-        return run_embedding;
-    }
-    *bad = 1;
-    return NULL;
+    op_size z = {3, {b, seq, d}, 2.0 * (double)(b * seq * d) * 4};
+    return z;
 }
 
-static const char *const k_ops[] = {
-    "softmax", "layernorm", "add_layernorm", "posenc", "embedding_posenc", "bias_gelu", "add"};
+static op_size setup_softmax(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    return rows_xy(ctx, tiny, a, bad);
+}
+static op_size setup_bias_gelu(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    op_size z = rows_xy(ctx, tiny, a, bad);
+    a->bias = make(ctx, CLF_F32, 1, &z.shape[1], 0.1, bad);
+    z.bytes += (double)z.shape[1] * 4;
+    return z;
+}
+static op_size setup_add(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    op_size z = rows_xy(ctx, tiny, a, bad);
+    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    z.bytes *= 1.5;
+    return z;
+}
+static op_size setup_layernorm(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    return norm_xy(ctx, tiny, a, bad);
+}
+static op_size setup_add_layernorm(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    op_size z = norm_xy(ctx, tiny, a, bad);
+    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    z.bytes += (double)(z.shape[0] * z.shape[1]) * 4;
+    return z;
+}
+static op_size setup_posenc(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    op_size z = seq_shape(tiny);
+    a->x = make(ctx, CLF_F32, 3, z.shape, 0.5, bad);
+    a->y = make(ctx, CLF_F32, 3, z.shape, 0, bad);
+    return z;
+}
+static op_size setup_embedding(clf_context *ctx, int tiny, op_args *a, int *bad) {
+    op_size z = seq_shape(tiny);
+    const int64_t vocab = tiny ? 11 : 30522;
+    int64_t ts[2] = {vocab, z.shape[2]};
+    a->table = make(ctx, CLF_F32, 2, ts, 0.01, bad);
+    a->ids = make_ids(ctx, 2, z.shape, vocab, bad);
+    a->y = make(ctx, CLF_F32, 3, z.shape, 0, bad);
+    z.bytes += (double)(z.shape[0] * z.shape[1]) * 4;
+    return z;
+}
+
+static clf_status run_softmax(clf_context *ctx, op_args *a) {
+    return clf_softmax(ctx, a->x, a->y, NULL);
+}
+static clf_status run_layernorm(clf_context *ctx, op_args *a) {
+    return clf_layernorm(ctx, a->x, NULL, a->gamma, a->beta, 1e-5f, a->y);
+}
+static clf_status run_add_layernorm(clf_context *ctx, op_args *a) {
+    return clf_layernorm(ctx, a->x, a->res, a->gamma, a->beta, 1e-5f, a->y);
+}
+static clf_status run_posenc(clf_context *ctx, op_args *a) {
+    return clf_posenc_add(ctx, a->x, 0, a->y);
+}
+static clf_status run_embedding(clf_context *ctx, op_args *a) {
+    return clf_embedding(ctx, a->ids, a->table, 22.627417f, 1, 0, a->y);
+}
+static clf_status run_bias_gelu(clf_context *ctx, op_args *a) {
+    return clf_bias_act(ctx, a->x, a->bias, CLF_ACT_GELU_ERF, a->y);
+}
+static clf_status run_add(clf_context *ctx, op_args *a) {
+    return clf_add(ctx, a->x, a->res, a->y);
+}
+
+typedef struct op_row {
+    const char *name;
+    op_size (*setup)(clf_context *ctx, int tiny, op_args *a, int *bad);
+    op_fn run;
+    double flops; /* per output element */
+} op_row;
+
+static const op_row k_ops[] = {
+    {"softmax", setup_softmax, run_softmax, 5},
+    {"layernorm", setup_layernorm, run_layernorm, 8},
+    {"add_layernorm", setup_add_layernorm, run_add_layernorm, 11},
+    {"posenc", setup_posenc, run_posenc, 5},
+    {"embedding_posenc", setup_embedding, run_embedding, 6},
+    {"bias_gelu", setup_bias_gelu, run_bias_gelu, 20},
+    {"add", setup_add, run_add, 1},
+};
 
 int bench_ops_touch_all(clf_context *ctx) {
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
         op_args a;
-        int ndim, bad = 0;
-        int64_t shape[4];
-        double bytes;
-        op_fn fn = setup(ctx, k_ops[i], 1, &a, &ndim, shape, &bytes, &bad);
-        clf_status st = bad ? CLF_ERROR_INTERNAL : fn(ctx, &a);
+        memset(&a, 0, sizeof(a));
+        int bad = 0;
+        k_ops[i].setup(ctx, 1, &a, &bad);
+        clf_status st = bad ? CLF_ERROR_INTERNAL : k_ops[i].run(ctx, &a);
         free_args(&a);
         if (st != CLF_SUCCESS) {
-            fprintf(stderr, "clformer-bench: %s: %s: %s\n", k_ops[i], clf_strerror(st),
+            fprintf(stderr, "clformer-bench: %s: %s: %s\n", k_ops[i].name, clf_strerror(st),
                     clf_context_last_error(ctx));
             return 1;
         }
@@ -180,14 +188,15 @@ int bench_ops_touch_all(clf_context *ctx) {
 
 int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r) {
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
-        if (!bench_op_selected(o, k_ops[i])) continue;
-        bench_progress("op: %s", k_ops[i]);
+        const op_row *op = &k_ops[i];
+        if (!bench_op_selected(o, op->name)) continue;
+        bench_progress("op: %s", op->name);
         op_args a;
-        bench_result res;
-        memset(&res, 0, sizeof(res));
+        memset(&a, 0, sizeof(a));
         int bad = 0;
-        double bytes = 0;
-        op_fn fn = setup(ctx, k_ops[i], 0, &a, &res.ndim, res.shape, &bytes, &bad);
+        const op_size z = op->setup(ctx, 0, &a, &bad);
+        op_fn fn = op->run;
+        bench_result res = bench_result_make(op->name, z.ndim, z.shape, "memory");
         clf_status st = bad ? CLF_ERROR_INTERNAL : CLF_SUCCESS;
         double t[64];
         int samples = o->samples > 64 ? 64 : o->samples;
@@ -204,20 +213,17 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         }
         free_args(&a);
         if (st != CLF_SUCCESS) {
-            fprintf(stderr, "clformer-bench: %s: %s: %s\n", k_ops[i], clf_strerror(st),
+            fprintf(stderr, "clformer-bench: %s: %s: %s\n", op->name, clf_strerror(st),
                     clf_context_last_error(ctx));
             return 1;
         }
-        snprintf(res.op, sizeof(res.op), "%s", k_ops[i]);
         res.ms = bench_median(t, samples);
-        res.gbps = bytes / (res.ms * 1e6);
+        res.gbps = z.bytes / (res.ms * 1e6);
         double elements = 1;
         for (int d = 0; d < res.ndim; d++)
             elements *= (double)res.shape[d];
-        res.gflops = flops_per_element(k_ops[i]) * elements / (res.ms * 1e6);
-        res.bound = "memory";
+        res.gflops = op->flops * elements / (res.ms * 1e6);
         res.pct_peak = p->copy_gbps > 0 ? 100.0 * res.gbps / p->copy_gbps : 0;
-        res.tuned = -1;
         if (bench_add_result(r, &res)) return 1;
     }
     return 0;
