@@ -69,20 +69,21 @@ clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const c
     const clf_transformer_params *c = &dec->cfg;
     clf_loader L = {ctx, st, prefix ? prefix : "", 0};
     dec->layers = calloc((size_t)c->num_layers, sizeof(clf_dec_layer));
-    if (!dec->layers) s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (s == CLF_SUCCESS) s = dec->arch->load_embed(&L, c, 1, &dec->emb);
-    if (s == CLF_SUCCESS) s = dec->arch->load_head(&L, c, &dec->head);
-    for (int64_t i = 0; i < c->num_layers && s == CLF_SUCCESS; i++) {
-        L.layer = i;
-        s = dec->arch->load_decoder_layer(&L, c, &dec->layers[i]);
+    if (!dec->layers) {
+        s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
     }
-    if (s == CLF_SUCCESS) s = clf_decoder_state_create(dec, &dec->own);
-    if (s != CLF_SUCCESS) {
-        clf_decoder_free(dec);
-        return s;
-    }
+    if ((s = dec->arch->load_embed(&L, c, 1, &dec->emb)) != CLF_SUCCESS) goto fail;
+    if ((s = dec->arch->load_head(&L, c, &dec->head)) != CLF_SUCCESS) goto fail;
+    for (L.layer = 0; L.layer < c->num_layers; L.layer++)
+        if ((s = dec->arch->load_decoder_layer(&L, c, &dec->layers[L.layer])) != CLF_SUCCESS)
+            goto fail;
+    if ((s = clf_decoder_state_create(dec, &dec->own)) != CLF_SUCCESS) goto fail;
     *out = dec;
     return CLF_SUCCESS;
+fail:
+    clf_decoder_free(dec);
+    return s;
 }
 
 /* ---------------------------------------------------------------- states */

@@ -61,19 +61,20 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
     enc->arch = clf__arch_find(c->arch);
     clf_loader L = {ctx, st, prefix ? prefix : "", 0};
     enc->layers = calloc((size_t)c->num_layers, sizeof(clf_enc_layer));
-    if (!enc->layers) s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (s == CLF_SUCCESS) s = enc->arch->load_embed(&L, c, 0, &enc->emb);
-    for (int64_t i = 0; i < c->num_layers && s == CLF_SUCCESS; i++) {
-        L.layer = i;
-        s = enc->arch->load_encoder_layer(&L, c, &enc->layers[i]);
+    if (!enc->layers) {
+        s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
     }
-    if (s == CLF_SUCCESS) s = clf_encoder_state_create(enc, &enc->own);
-    if (s != CLF_SUCCESS) {
-        clf_encoder_free(enc);
-        return s;
-    }
+    if ((s = enc->arch->load_embed(&L, c, 0, &enc->emb)) != CLF_SUCCESS) goto fail;
+    for (L.layer = 0; L.layer < c->num_layers; L.layer++)
+        if ((s = enc->arch->load_encoder_layer(&L, c, &enc->layers[L.layer])) != CLF_SUCCESS)
+            goto fail;
+    if ((s = clf_encoder_state_create(enc, &enc->own)) != CLF_SUCCESS) goto fail;
     *out = enc;
     return CLF_SUCCESS;
+fail:
+    clf_encoder_free(enc);
+    return s;
 }
 
 /* ---------------------------------------------------------------- states */

@@ -40,34 +40,29 @@ clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tenso
                          "greedy: max_steps must be >= 1 and bos a token id below %lld",
                          (long long)V);
     const int64_t B = src->shape[0], Ns = src->shape[1], d = enc->cfg.num_hiddens;
-    clf_tensor *enc_out = NULL, *ids = NULL, *logits = NULL;
-    int32_t *host = malloc((size_t)B * sizeof(int32_t));
-    char *done = calloc((size_t)B, 1);
-    int64_t s3[3] = {B, Ns, d}, s2[2] = {B, 1}, sl[3] = {B, 1, V};
-    if (!host || !done) st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 3, s3, &enc_out);
-    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 2, s2, &ids);
-    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 3, sl, &logits);
-    if (st == CLF_SUCCESS) st = clf_encoder_forward(enc, src, src_valid_lens, enc_out);
-    if (st == CLF_SUCCESS) st = clf_decoder_init_state(dec, enc_out, src_valid_lens, M);
-    if (st == CLF_SUCCESS) {
-        for (int64_t b = 0; b < B; b++)
-            host[b] = p->bos;
-        st = clf_tensor_write(ids, host, (size_t)B * sizeof(int32_t));
+    const int64_t s3[3] = {B, Ns, d}, s2[2] = {B, 1}, sl[3] = {B, 1, V};
+    clf_tensor *enc_out = NULL, *ids = NULL, *logits = NULL;  /* (B, Ns, d), (B, 1), (B, 1, V) */
+    int32_t *host = malloc((size_t)B * sizeof(int32_t));      /* (B) this step's tokens */
+    char *done = calloc((size_t)B, 1);                        /* (B) 1: eos seen */
+    int32_t *tok = malloc((size_t)(B * M) * sizeof(int32_t)); /* (B, M) tokens so far */
+    int64_t *len = calloc((size_t)B, sizeof(int64_t));        /* (B) their counts */
+    if (!host || !done || !tok || !len) {
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
     }
-    int32_t *tok = NULL;
-    int64_t *len = NULL;
-    if (st == CLF_SUCCESS) {
-        tok = malloc((size_t)(B * M) * sizeof(int32_t));
-        len = calloc((size_t)B, sizeof(int64_t));
-        if (!tok || !len) st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    }
+    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 3, s3, &enc_out));
+    CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, s2, &ids));
+    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 3, sl, &logits));
+    CLF_CHECK(clf_encoder_forward(enc, src, src_valid_lens, enc_out));
+    CLF_CHECK(clf_decoder_init_state(dec, enc_out, src_valid_lens, M));
+    for (int64_t b = 0; b < B; b++)
+        host[b] = p->bos;
+    CLF_CHECK(clf_tensor_write(ids, host, (size_t)B * sizeof(int32_t)));
     int64_t live = B;
-    for (int64_t step = 0; step < M && live > 0 && st == CLF_SUCCESS; step++) {
-        st = clf_decoder_step(dec, ids, logits);
-        if (st == CLF_SUCCESS) st = clf_argmax(ctx, logits, ids);
-        if (st == CLF_SUCCESS) st = clf_tensor_read(ids, host, (size_t)B * sizeof(int32_t));
-        if (st != CLF_SUCCESS) break;
+    for (int64_t step = 0; step < M && live > 0; step++) {
+        CLF_CHECK(clf_decoder_step(dec, ids, logits));
+        CLF_CHECK(clf_argmax(ctx, logits, ids)); /* the next input is this step's argmax */
+        CLF_CHECK(clf_tensor_read(ids, host, (size_t)B * sizeof(int32_t)));
         for (int64_t b = 0; b < B; b++) {
             if (done[b]) continue;
             if (host[b] == p->eos) {
@@ -79,14 +74,13 @@ clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const clf_tenso
         }
         if (p->on_step) p->on_step(p->user, dec, step);
     }
-    if (st == CLF_SUCCESS) {
-        for (int64_t i = 0; i < B * M; i++)
-            tokens[i] = -1;
-        for (int64_t b = 0; b < B; b++) {
-            memcpy(tokens + b * M, tok + b * M, (size_t)len[b] * sizeof(int32_t));
-            lengths[b] = len[b];
-        }
+    for (int64_t i = 0; i < B * M; i++)
+        tokens[i] = -1;
+    for (int64_t b = 0; b < B; b++) {
+        memcpy(tokens + b * M, tok + b * M, (size_t)len[b] * sizeof(int32_t));
+        lengths[b] = len[b];
     }
+fail:
     free(tok);
     free(len);
     free(host);
