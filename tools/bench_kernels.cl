@@ -1,7 +1,7 @@
 /*
  * bench_kernels.cl — clformer-bench's device-peak kernels (clpeak-style).
  *   copy1/copy4/copy16: global memory copy with float, float4, float16 loads (bytes read+written)
- *   fma16: fp32 multiply-add throughput on float16, 8 independent chains
+ *   fma_chains: fp32 multiply-add throughput, FCH chains of floatFW (built per shape)
  *   empty: kernel launch latency
  */
 
@@ -15,25 +15,55 @@ __kernel void copy16(const __global float16 *a, __global float16 *b) {
     b[get_global_id(0)] = a[get_global_id(0)];
 }
 
-/* 8 independent float16 chains in named variables (an array of chains measured 58 vs 114
- * GFLOP/s on PoCL: it was not kept in registers). 2 flops per lane per mad. */
-__kernel void fma16(__global float *out, const float a, const float b, const int iters) {
-    const float16 fa = (float16)(a), fb = (float16)(b);
-    float16 x0 = (float16)((float)get_global_id(0) * 1e-9f);
-    float16 x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f, x4 = x0 + 4.0f, x5 = x0 + 5.0f,
-            x6 = x0 + 6.0f, x7 = x0 + 7.0f;
+/* fp32 multiply-add throughput: FCH independent chains of floatFW in named variables (an array
+ * of chains measured 58 vs 114 GFLOP/s on PoCL: it was not kept in registers). The host builds
+ * FW 4/8/16 x FCH 4/8/12 and keeps the best: 8 float16 chains need 16 ymm registers on AVX2
+ * and spill, so no one shape is the ceiling everywhere. 2 flops per lane per mad. */
+#ifndef FW
+#define FW 16
+#endif
+#ifndef FCH
+#define FCH 8
+#endif
+#define FCAT_(a, b) a##b
+#define FCAT(a, b)  FCAT_(a, b)
+#define FT          FCAT(float, FW)
+__kernel void fma_chains(__global float *out, const float a, const float b, const int iters) {
+    const FT fa = (FT)(a), fb = (FT)(b);
+    FT x0 = (FT)((float)get_global_id(0) * 1e-9f);
+    FT x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f;
+#if FCH > 4
+    FT x4 = x0 + 4.0f, x5 = x0 + 5.0f, x6 = x0 + 6.0f, x7 = x0 + 7.0f;
+#endif
+#if FCH > 8
+    FT x8 = x0 + 8.0f, x9 = x0 + 9.0f, x10 = x0 + 10.0f, x11 = x0 + 11.0f;
+#endif
     for (int i = 0; i < iters; i++) {
         x0 = mad(x0, fa, fb);
         x1 = mad(x1, fa, fb);
         x2 = mad(x2, fa, fb);
         x3 = mad(x3, fa, fb);
+#if FCH > 4
         x4 = mad(x4, fa, fb);
         x5 = mad(x5, fa, fb);
         x6 = mad(x6, fa, fb);
         x7 = mad(x7, fa, fb);
+#endif
+#if FCH > 8
+        x8 = mad(x8, fa, fb);
+        x9 = mad(x9, fa, fb);
+        x10 = mad(x10, fa, fb);
+        x11 = mad(x11, fa, fb);
+#endif
     }
-    float16 s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
-    out[get_global_id(0)] = s.s0 + s.s5 + s.sa + s.sf;
+    FT s = (x0 + x1) + (x2 + x3);
+#if FCH > 4
+    s += (x4 + x5) + (x6 + x7);
+#endif
+#if FCH > 8
+    s += (x8 + x9) + (x10 + x11);
+#endif
+    out[get_global_id(0)] = s.s0 + s.s3;
 }
 
 __kernel void empty(__global float *out) {

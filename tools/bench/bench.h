@@ -21,8 +21,19 @@ typedef struct bench_opts {
 } bench_opts;
 
 typedef struct bench_peaks {
-    double copy1_gbps, copy4_gbps, copy16_gbps, copy_gbps; /* copy_gbps = best of the three */
-    double fma_gflops;
+    /* The roofs every record is judged against: the best of the device's own kernels and, on CPU
+     * devices, the native C loops (native.c). copy_gbps is DRAM bandwidth (buffers >= 4x the
+     * last-level cache), never cache-resident. */
+    double copy_gbps, fma_gflops;
+    double copy1_gbps, copy4_gbps, copy16_gbps; /* OpenCL copy at DRAM size, by load width */
+    double cl_copy_gbps;                        /* best of the three */
+    double cache_copy_gbps;                     /* OpenCL copy, buffers within the cache */
+    double cl_fma_gflops;                       /* best OpenCL FMA variant */
+    char cl_fma_variant[32];                    /* e.g. "float8 x 12 chains" */
+    double native_fma_gflops, native_copy_gbps; /* plain C on the host CPU (CPU devices; else 0) */
+    char native_isa[16];
+    double llc_bytes;  /* the device's last-level (global memory) cache */
+    double dram_bytes; /* bytes each way of the DRAM-sized copy (and of memory-bound op tensors) */
     double h2d_gbps, d2h_gbps, map_gbps;
     double launch_us, roundtrip_us;
     double cold_start_ms, warm_start_ms;
@@ -79,6 +90,12 @@ int bench_add_result(bench_results *r, const bench_result *x);
 bench_result bench_result_make(const char *op, int ndim, const int64_t *shape, const char *bound);
 /* Runs every library op once on tiny inputs (first use of every kernel). */
 int bench_ops_touch_all(clf_context *ctx);
+
+/* The CPU's own ceilings in plain C (native.c): fp32 FMA rate on every online core in the widest
+ * ISA it has, and memcpy bandwidth (read + write bytes) of `bytes` each way. */
+double bench_native_fma_gflops(void);
+double bench_native_copy_gbps(size_t bytes);
+const char *bench_native_isa(void);
 
 void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r);
 int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,

@@ -48,6 +48,31 @@ static double time_kernel(cl_command_queue q, cl_kernel k, size_t global, const 
     return best ? t[0] : m;
 }
 
+/* Best copy bandwidth (read + write bytes) of `size` bytes each way from a to b: float, float4
+ * and float16 loads, work-groups of 64, 256 and 1024. out[3]: per load width. */
+static int copy_best(clf_context *ctx, const bench_opts *o, cl_kernel kc[3], cl_mem a, cl_mem b,
+                     size_t size, double out[3]) {
+    cl_command_queue q = clf_context_cl_queue(ctx);
+    clf_device_info info;
+    clf_context_device_info(ctx, &info);
+    const size_t widths[3] = {1, 4, 16}, locals[3] = {64, 256, 1024};
+    for (int i = 0; i < 3; i++) {
+        CHECK_CL(clSetKernelArg(kc[i], 0, sizeof(cl_mem), &a), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kc[i], 1, sizeof(cl_mem), &b), "clSetKernelArg");
+        out[i] = 0;
+        const size_t global = size / (4 * widths[i]);
+        for (int l = 0; l < 3; l++) {
+            if (locals[l] > info.max_work_group_size || global % locals[l]) continue;
+            double ms = time_kernel(q, kc[i], global, &locals[l], 4, o->samples, 1);
+            double gbps = ms > 0 ? 2.0 * (double)size / (ms * 1e6) : 0;
+            if (gbps > out[i]) out[i] = gbps;
+        }
+    }
+    return 0;
+fail:
+    return 1;
+}
+
 int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     cl_context c = clf_context_cl_context(ctx);
     cl_command_queue q = clf_context_cl_queue(ctx);
@@ -57,11 +82,23 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     cl_mem a = NULL, b = NULL;
     void *host = NULL;
     int rc = 1;
-    /* Copy: the best of 16 MiB (the size of the op benchmarks) and 64 MiB each way, float,
-     * float4 and float16 loads, several work-group sizes; best of the samples (a ceiling). */
-    size_t bytes = (size_t)64 << 20;
-    while (bytes > info.max_alloc_bytes)
+    /* Copy at two sizes: DRAM (each buffer >= 4x the last-level cache, at least 64 MiB) and
+     * cache-resident (both buffers within half of it). A 16 MiB copy on a 32 MiB L3 measures the
+     * cache, not memory: the DRAM figure is the memory roof. */
+    cl_ulong llc = 0;
+    if (clGetDeviceInfo(clf_context_cl_device(ctx), CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof(llc),
+                        &llc, NULL) != CL_SUCCESS ||
+        llc == 0)
+        llc = (cl_ulong)32 << 20;
+    p->llc_bytes = (double)llc;
+    size_t bytes = (size_t)llc * 4;
+    if (bytes < ((size_t)64 << 20)) bytes = (size_t)64 << 20;
+    while (bytes > info.max_alloc_bytes || bytes > info.global_mem_bytes / 4)
         bytes /= 2;
+    p->dram_bytes = (double)bytes;
+    size_t cache_size = (size_t)llc / 4;
+    cache_size = cache_size / 4096 * 4096;
+    if (cache_size < 65536) cache_size = 65536;
     cl_int err;
     a = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
     CHECK_CL(err, "clCreateBuffer");
@@ -72,45 +109,67 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     CHECK_CL(clEnqueueFillBuffer(q, b, &zero, sizeof(zero), 0, bytes, 0, NULL, NULL), "fill");
 
     const char *names[3] = {"copy1", "copy4", "copy16"};
-    const size_t widths[3] = {1, 4, 16};
-    double *out[3] = {&p->copy1_gbps, &p->copy4_gbps, &p->copy16_gbps};
-    p->copy_gbps = 0;
-    bench_progress("peaks: copy bandwidth");
-    for (int i = 0; i < 3; i++) {
+    bench_progress("peaks: copy bandwidth (DRAM: %.0f MiB each way; cache: %.0f MiB)",
+                   (double)bytes / 1048576.0, (double)cache_size / 1048576.0);
+    for (int i = 0; i < 3; i++)
         if (build(ctx, names[i], "", &kc[i])) goto fail;
-        CHECK_CL(clSetKernelArg(kc[i], 0, sizeof(cl_mem), &a), "clSetKernelArg");
-        CHECK_CL(clSetKernelArg(kc[i], 1, sizeof(cl_mem), &b), "clSetKernelArg");
-        double best = 0;
-        const size_t locals[3] = {64, 256, 1024};
-        for (size_t size = bytes / 4; size <= bytes; size *= 4) {
-            size_t global = size / (4 * widths[i]);
-            for (int l = 0; l < 3; l++) {
-                if (locals[l] > info.max_work_group_size || global % locals[l]) continue;
-                double ms = time_kernel(q, kc[i], global, &locals[l], 4, o->samples, 1);
-                double gbps = ms > 0 ? 2.0 * (double)size / (ms * 1e6) : 0;
-                if (gbps > best) best = gbps;
-            }
-        }
-        *out[i] = best;
-        if (best > p->copy_gbps) p->copy_gbps = best;
+    double dram[3], cache[3];
+    if (copy_best(ctx, o, kc, a, b, bytes, dram) || copy_best(ctx, o, kc, a, b, cache_size, cache))
+        goto fail;
+    p->copy1_gbps = dram[0];
+    p->copy4_gbps = dram[1];
+    p->copy16_gbps = dram[2];
+    p->cl_copy_gbps = p->cache_copy_gbps = 0;
+    for (int i = 0; i < 3; i++) {
+        if (dram[i] > p->cl_copy_gbps) p->cl_copy_gbps = dram[i];
+        if (cache[i] > p->cache_copy_gbps) p->cache_copy_gbps = cache[i];
     }
 
-    /* FMA: float16 mad, 8 independent chains; 2 flops per lane per mad. */
-    bench_progress("peaks: fp32 FMA");
-    if (build(ctx, "fma16", "", &kf)) goto fail;
+    /* FMA: every (vector width, chains) shape, the best kept. */
+    bench_progress("peaks: fp32 FMA (9 kernel shapes)");
+    p->cl_fma_gflops = 0;
     {
         size_t global = (size_t)info.compute_units * 1024, local = 64;
         if (local > info.max_work_group_size) local = info.max_work_group_size;
         global = (global + local - 1) / local * local;
-        float fa = 0.999999f, fb = 1e-7f;
-        cl_int iters = 2048; /* shorter runs under-read the peak on PoCL (thread start-up) */
-        CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
-        CHECK_CL(clSetKernelArg(kf, 1, sizeof(float), &fa), "clSetKernelArg");
-        CHECK_CL(clSetKernelArg(kf, 2, sizeof(float), &fb), "clSetKernelArg");
-        CHECK_CL(clSetKernelArg(kf, 3, sizeof(cl_int), &iters), "clSetKernelArg");
-        double ms = time_kernel(q, kf, global, &local, 1, o->samples, 1);
-        p->fma_gflops = ms > 0 ? (double)global * iters * 8 * 16 * 2 / (ms * 1e6) : 0;
+        const int fws[3] = {4, 8, 16}, fchs[3] = {4, 8, 12};
+        for (int w = 0; w < 3; w++)
+            for (int h = 0; h < 3; h++) {
+                char opts[64];
+                snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d", fws[w], fchs[h]);
+                if (build(ctx, "fma_chains", opts, &kf)) goto fail;
+                float fa = 0.999999f, fb = 1e-7f;
+                /* 32768 lane-FMAs per chain: shorter runs under-read the peak on PoCL (thread
+                 * start-up) */
+                cl_int iters = 32768 / fws[w];
+                CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
+                CHECK_CL(clSetKernelArg(kf, 1, sizeof(float), &fa), "clSetKernelArg");
+                CHECK_CL(clSetKernelArg(kf, 2, sizeof(float), &fb), "clSetKernelArg");
+                CHECK_CL(clSetKernelArg(kf, 3, sizeof(cl_int), &iters), "clSetKernelArg");
+                double ms = time_kernel(q, kf, global, &local, 1, o->samples, 1);
+                double g = ms > 0 ? (double)global * iters * fchs[h] * fws[w] * 2 / (ms * 1e6) : 0;
+                if (g > p->cl_fma_gflops) {
+                    p->cl_fma_gflops = g;
+                    snprintf(p->cl_fma_variant, sizeof(p->cl_fma_variant), "float%d x %d chains",
+                             fws[w], fchs[h]);
+                }
+                clReleaseKernel(kf);
+                kf = NULL;
+            }
     }
+    /* The host CPU's own ceilings, for CPU devices (the OpenCL device runs on it). */
+    p->native_fma_gflops = p->native_copy_gbps = 0;
+    p->native_isa[0] = '\0';
+    if (info.type == CLF_DEVICE_CPU) {
+        bench_progress("peaks: native C ceilings (%s FMA, memcpy %.0f MiB each way)",
+                       bench_native_isa(), (double)bytes / 1048576.0);
+        p->native_fma_gflops = bench_native_fma_gflops();
+        p->native_copy_gbps = bench_native_copy_gbps(bytes);
+        snprintf(p->native_isa, sizeof(p->native_isa), "%s", bench_native_isa());
+    }
+    p->copy_gbps = p->cl_copy_gbps > p->native_copy_gbps ? p->cl_copy_gbps : p->native_copy_gbps;
+    p->fma_gflops =
+        p->cl_fma_gflops > p->native_fma_gflops ? p->cl_fma_gflops : p->native_fma_gflops;
 
     /* Transfers: blocking write/read, and map for reading. */
     bench_progress("peaks: host<->device transfers");

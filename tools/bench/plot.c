@@ -1,7 +1,9 @@
 /*
- * plot.c — an SVG roofline: every op record as a point (arithmetic intensity in FLOP/byte,
- * GFLOP/s) under the bandwidth roof (copy peak x intensity) and the compute roof (FMA peak) of
- * the peaks measured in the same run. Log-log axes.
+ * plot.c — an SVG roofline: every op record as a numbered point (arithmetic intensity in
+ * FLOP/byte, GFLOP/s) under the roofs measured in the same run: DRAM bandwidth (the records'
+ * memory roof) and cache-resident bandwidth, the OpenCL FMA ceiling and, on CPU devices, the
+ * native C one. Log-log axes. Points carry numbers only; the list beside the plot names them,
+ * so no two labels can collide however many records a run has.
  */
 #include "bench.h"
 
@@ -9,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define W  900.0
+#define W  1280.0
 #define H  560.0 /* roofline panel */
 #define H2 380.0 /* attention sweep panel below it */
 #define L  80.0  /* margins */
-#define R  200.0
+#define R  520.0 /* the legend and the numbered list of records */
 #define T  40.0
 #define B  60.0
 
@@ -97,8 +99,8 @@ static void sweep_panel(FILE *f, const bench_results *r) {
             if (strcmp(x->op, ops[s]) || !(x->ms > 0) || x->ndim < 4) continue;
             fprintf(f, "%.1f,%.1f ", px(&a, (double)x->shape[2]), SY(x->ms));
         }
-        fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", W - R + 10,
-                top + 20 + 18 * s, colors[s], s ? "naive (GEMM + softmax + GEMM)" : "tiled");
+        fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", L + 12,
+                top + 14 + 16 * s, colors[s], s ? "naive (GEMM + softmax + GEMM)" : "tiled");
     }
 #undef SY
 }
@@ -121,10 +123,10 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
     fprintf(f, "<title>clformer-bench roofline: ");
     xml_text(f, d->name);
     fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n",
-            W, H);
+            W, H + H2);
     fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">Roofline: ", L);
     xml_text(f, d->name);
-    fprintf(f, " (copy %.1f GB/s, FMA %.1f GFLOP/s)</text>\n", bw, fma);
+    fprintf(f, " (DRAM %.1f GB/s, FMA %.1f GFLOP/s)</text>\n", bw, fma);
     /* Grid and axis labels at each decade. */
     for (int e = (int)a.x0; e <= (int)a.x1; e++) {
         double x = px(&a, pow(10, e));
@@ -148,13 +150,67 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
             "<text x=\"20\" y=\"%.1f\" transform=\"rotate(-90 20 %.1f)\" "
             "text-anchor=\"middle\">GFLOP/s</text>\n",
             (T + H - B) / 2, (T + H - B) / 2);
-    /* Roofs: bandwidth until the ridge point, then compute. */
-    double ridge = fma / bw, xl = pow(10, a.x0), xr = pow(10, a.x1);
-    fprintf(f,
-            "<polyline class=\"roof\" fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" "
-            "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
-            px(&a, xl), py(&a, bw * xl), px(&a, ridge), py(&a, fma), px(&a, xr), py(&a, fma));
-    /* One point per record. */
+    /* Roofs: bandwidth up to its ridge point with a compute roof, then that roof. */
+    const double xl = pow(10, a.x0), xr = pow(10, a.x1);
+    const double cache = p->cache_copy_gbps, cl_fma = p->cl_fma_gflops,
+                 native = p->native_fma_gflops;
+    struct roof {
+        double bw, fma;
+        const char *color, *dash, *label;
+        char text[96];
+    } roofs[3] = {{bw, fma, "#c00", "", "DRAM bandwidth, best FMA", ""},
+                  {cache, fma, "#e88", "6,4", "cache-resident bandwidth", ""},
+                  {0, cl_fma, "#a0a", "2,3", "OpenCL FMA", ""}};
+    snprintf(roofs[0].text, sizeof(roofs[0].text), "memory roof: DRAM %.1f GB/s", bw);
+    snprintf(roofs[1].text, sizeof(roofs[1].text), "cache-resident %.1f GB/s (not a roof)", cache);
+    snprintf(roofs[2].text, sizeof(roofs[2].text), "OpenCL FMA %.1f GFLOP/s", cl_fma);
+    for (int k = 0; k < 3; k++) {
+        const struct roof *o = &roofs[k];
+        if (!(o->fma > 0)) continue;
+        if (o->bw > 0) {
+            const double ridge = o->fma / o->bw;
+            fprintf(f,
+                    "<polyline class=\"roof\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+                    "stroke-dasharray=\"%s\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+                    o->color, o->dash, px(&a, xl), py(&a, o->bw * xl), px(&a, ridge),
+                    py(&a, o->fma), px(&a, xr), py(&a, o->fma));
+        } else {
+            fprintf(f,
+                    "<line class=\"roof\" stroke=\"%s\" stroke-width=\"2\" "
+                    "stroke-dasharray=\"%s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                    "y2=\"%.1f\"/>\n",
+                    o->color, o->dash, px(&a, xl), py(&a, o->fma), px(&a, xr), py(&a, o->fma));
+        }
+    }
+    /* Legend: the roofs, then the point colours, in the right-hand column. */
+    const double lx = W - R + 24;
+    double ly = T + 6;
+    char fma_text[128];
+    if (native > 0)
+        snprintf(fma_text, sizeof(fma_text), "compute roof: native C FMA %.1f GFLOP/s (%s)", native,
+                 p->native_isa);
+    else
+        snprintf(fma_text, sizeof(fma_text), "compute roof: FMA %.1f GFLOP/s", fma);
+    const char *legend_text[4] = {roofs[0].text, fma_text, roofs[1].text, roofs[2].text};
+    const char *legend_color[4] = {"#c00", "#c00", "#e88", "#a0a"};
+    for (int k = 0; k < 4; k++, ly += 16) {
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                "stroke-width=\"2\"/>\n",
+                lx, ly - 4, lx + 22, ly - 4, legend_color[k]);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 28, ly);
+        xml_text(f, legend_text[k]);
+        fprintf(f, "</text>\n");
+    }
+    const char *kinds[3] = {"memory-bound", "compute-bound", "GEMM, CLBlast's defaults"};
+    const char *kind_color[3] = {"#393", "#06c", "#999"};
+    for (int k = 0; k < 3; k++, ly += 16) {
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", lx + 11, ly - 4,
+                kind_color[k]);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 28, ly, kinds[k]);
+    }
+    ly += 8;
+    /* One numbered point per record, and its line in the list. */
     int n = 0;
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
@@ -171,16 +227,26 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
                                     (long long)x->shape[k]);
         if (x->tuned == 0 && off < sizeof(label))
             snprintf(label + off, sizeof(label) - off, " (defaults)");
+        n++;
         fprintf(f, "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>",
                 px(&a, ai), py(&a, g), color);
         xml_text(f, label);
         fprintf(f, ": %.2f GFLOP/s, %.2f GB/s, %.1f%% of peak</title></circle>\n", x->gflops,
                 x->gbps, x->pct_peak);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">", px(&a, ai) + 7,
-                py(&a, g) + 3 + (n % 3) * 9 - 9);
-        xml_text(f, label);
-        fprintf(f, "</text>\n");
-        n++;
+        /* the number beside its point, alternating sides so neighbours stay apart */
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"%s\" "
+                "fill=\"%s\">%d</text>\n",
+                px(&a, ai) + (n % 2 ? 7 : -7), py(&a, g) + (n % 4 < 2 ? -4 : 10),
+                n % 2 ? "start" : "end", color, n);
+        if (ly < H + H2 - 12) {
+            fprintf(f,
+                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"><tspan fill=\"%s\">%d</tspan> ",
+                    lx, ly, color, n);
+            xml_text(f, label);
+            fprintf(f, ": %.1f%%</text>\n", x->pct_peak);
+            ly += 14;
+        }
     }
     sweep_panel(f, r);
     fprintf(f, "</svg>\n");

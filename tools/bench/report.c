@@ -25,9 +25,21 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
     printf("device: %s (%s, %s, driver %s, %u compute units)\n", d->name, d->platform_name,
            type_name(d->type), d->driver_version, d->compute_units);
     printf("\npeaks\n");
-    printf("  copy bandwidth      %8.2f GB/s  (float %.2f, float4 %.2f, float16 %.2f)\n",
-           p->copy_gbps, p->copy1_gbps, p->copy4_gbps, p->copy16_gbps);
-    printf("  fp32 FMA            %8.2f GFLOP/s\n", p->fma_gflops);
+    printf("  memory roof (DRAM)  %8.2f GB/s  (the records' memory ceiling)\n", p->copy_gbps);
+    printf("    OpenCL copy       %8.2f GB/s  (%.0f MiB each way; float %.2f, float4 %.2f, "
+           "float16 %.2f)\n",
+           p->cl_copy_gbps, p->dram_bytes / 1048576.0, p->copy1_gbps, p->copy4_gbps,
+           p->copy16_gbps);
+    if (p->native_copy_gbps > 0) printf("    native memcpy     %8.2f GB/s\n", p->native_copy_gbps);
+    printf("    cache-resident    %8.2f GB/s  (last-level cache %.0f MiB; not a roof)\n",
+           p->cache_copy_gbps, p->llc_bytes / 1048576.0);
+    printf("  fp32 FMA roof       %8.2f GFLOP/s  (the records' compute ceiling)\n", p->fma_gflops);
+    printf("    OpenCL            %8.2f GFLOP/s  (best: %s)\n", p->cl_fma_gflops,
+           p->cl_fma_variant);
+    if (p->native_fma_gflops > 0)
+        printf("    native C          %8.2f GFLOP/s  (%s, every core; OpenCL reaches %.0f%%)\n",
+               p->native_fma_gflops, p->native_isa,
+               100.0 * p->cl_fma_gflops / p->native_fma_gflops);
     printf("  host->device        %8.2f GB/s\n", p->h2d_gbps);
     printf("  device->host        %8.2f GB/s   (map %.2f GB/s)\n", p->d2h_gbps, p->map_gbps);
     printf("  launch, queued      %8.2f us\n", p->launch_us);
@@ -71,6 +83,15 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
     cJSON_AddNumberToObject(pk, "copy_float4_gbps", p->copy4_gbps);
     cJSON_AddNumberToObject(pk, "copy_float16_gbps", p->copy16_gbps);
     cJSON_AddNumberToObject(pk, "fma_gflops", p->fma_gflops);
+    cJSON_AddNumberToObject(pk, "opencl_copy_gbps", p->cl_copy_gbps);
+    cJSON_AddNumberToObject(pk, "cache_copy_gbps", p->cache_copy_gbps);
+    cJSON_AddNumberToObject(pk, "opencl_fma_gflops", p->cl_fma_gflops);
+    cJSON_AddStringToObject(pk, "opencl_fma_variant", p->cl_fma_variant);
+    cJSON_AddNumberToObject(pk, "native_fma_gflops", p->native_fma_gflops);
+    cJSON_AddNumberToObject(pk, "native_copy_gbps", p->native_copy_gbps);
+    cJSON_AddStringToObject(pk, "native_isa", p->native_isa);
+    cJSON_AddNumberToObject(pk, "llc_bytes", p->llc_bytes);
+    cJSON_AddNumberToObject(pk, "dram_copy_bytes", p->dram_bytes);
     cJSON_AddNumberToObject(pk, "h2d_gbps", p->h2d_gbps);
     cJSON_AddNumberToObject(pk, "d2h_gbps", p->d2h_gbps);
     cJSON_AddNumberToObject(pk, "map_gbps", p->map_gbps);
