@@ -153,6 +153,11 @@ void harness_remove_tree(const char *dir) {
 
 static clf_rng rng_state = {0x9e3779b97f4a7c15ULL}; /* the tests' one stream (src/rng.h) */
 
+const char *harness_env_or(const char *name, const char *fallback) {
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
 void rng_seed(uint64_t seed) {
     rng_state = clf_rng_make(seed);
 }

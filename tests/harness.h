@@ -45,6 +45,14 @@ clf_context *harness_context_in(const char *cache_dir);
 /* Removes a scratch folder and everything in it (fails the test if it cannot). */
 void harness_remove_tree(const char *dir);
 
+/* $name if set and not empty, else fallback: paths compiled in for this machine (the source
+ * folder, the bench binary) can be pointed elsewhere when the built tests run on another machine
+ * (scripts/device-check.sh). */
+const char *harness_env_or(const char *name, const char *fallback);
+/* The source folder (fixtures, kernels): $CLF_SOURCE_DIR, else the one the tests were built
+ * from. */
+#define CLF_SRC harness_env_or("CLF_SOURCE_DIR", CLF_SOURCE_DIR)
+
 /* Deterministic random numbers (xorshift64*). */
 void rng_seed(uint64_t seed);
 double rng_uniform(double lo, double hi);

@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The bench binary: $CLF_BENCH_PATH, else the one built beside these tests. */
+#define BENCH harness_env_or("CLF_BENCH_PATH", CLF_BENCH_PATH)
+
 static char g_dir[64];
 
 /* Runs a shell command, returns its exit status and its stdout+stderr (malloc'ed). */
@@ -74,8 +77,8 @@ static void test_outputs(void **state) {
     assert_non_null(mkdtemp(g_dir));
     char cmd[2048], *out;
     snprintf(cmd, sizeof(cmd),
-             "%s --quick --ops add,softmax --json %s/r.json --csv %s/r.csv --plot %s/r.svg",
-             CLF_BENCH_PATH, g_dir, g_dir, g_dir);
+             "%s --quick --ops add,softmax --json %s/r.json --csv %s/r.csv --plot %s/r.svg", BENCH,
+             g_dir, g_dir, g_dir);
     int rc = run(cmd, &out);
     if (rc != 0) fail_msg("bench failed (%d):\n%s", rc, out);
     assert_non_null(strstr(out, "copy bandwidth"));
@@ -160,21 +163,20 @@ static void test_compare(void **state) {
     snprintf(base, sizeof(base), "%s/base.json", g_dir);
     write_run(cur, 1.0, 4.0);
     write_run(base, 2.0, 2.0);
-    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s", CLF_BENCH_PATH, cur, base);
+    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s", BENCH, cur, base);
     assert_int_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "2.00x"));             /* add: twice as fast */
     assert_non_null(strstr(out, "0.50x  REGRESSION")); /* softmax: half */
     assert_non_null(strstr(out, "3 records, 1 regressions, 0 without a baseline"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s --threshold 0.4", CLF_BENCH_PATH, cur,
-             base);
+    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s --threshold 0.4", BENCH, cur, base);
     assert_int_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "0 regressions"));
     free(out);
     FILE *f = fopen(base, "w");
     fputs("{\"results\": [{\"op\": 3}]}", f);
     fclose(f);
-    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s", CLF_BENCH_PATH, cur, base);
+    snprintf(cmd, sizeof(cmd), "%s --compare-only %s %s", BENCH, cur, base);
     assert_int_not_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "malformed"));
     free(out);
@@ -184,19 +186,19 @@ static void test_compare(void **state) {
 static void test_errors(void **state) {
     (void)state;
     char cmd[1024], *out;
-    snprintf(cmd, sizeof(cmd), "%s --quick --device no-such-device-xyz", CLF_BENCH_PATH);
+    snprintf(cmd, sizeof(cmd), "%s --quick --device no-such-device-xyz", BENCH);
     assert_int_not_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "no OpenCL device matches 'no-such-device-xyz'"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s --quick --json /nonexistent-dir/x.json", CLF_BENCH_PATH);
+    snprintf(cmd, sizeof(cmd), "%s --quick --json /nonexistent-dir/x.json", BENCH);
     assert_int_not_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "cannot write output file '/nonexistent-dir/x.json'"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s --bogus", CLF_BENCH_PATH);
+    snprintf(cmd, sizeof(cmd), "%s --bogus", BENCH);
     assert_int_equal(run(cmd, &out), 2);
     assert_non_null(strstr(out, "usage"));
     free(out);
-    snprintf(cmd, sizeof(cmd), "%s --list", CLF_BENCH_PATH);
+    snprintf(cmd, sizeof(cmd), "%s --list", BENCH);
     assert_int_equal(run(cmd, &out), 0);
     assert_non_null(strstr(out, "[0] "));
     free(out);

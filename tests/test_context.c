@@ -432,7 +432,9 @@ static void test_profiling(void **state) {
 
 static void test_kernel_dir_override(void **state) {
     (void)state;
-    clf_context *ctx = fresh_context(NULL, 0, CLF_SOURCE_DIR "/kernels");
+    char kernels[1024];
+    snprintf(kernels, sizeof(kernels), "%s/kernels", CLF_SRC);
+    clf_context *ctx = fresh_context(NULL, 0, kernels);
     CLF_OK(clf_context_warmup(ctx));
     clf_context_free(ctx);
     ctx = fresh_context(NULL, 0, "/nonexistent-clformer-kernels");

@@ -166,7 +166,7 @@ static clf_status model_workload(clf_context *ctx, float *out, const char **op,
                                  int64_t *len_after) {
     char path[512];
     clf_error err = {""};
-    snprintf(path, sizeof(path), "%s/tests/data/d2l_weights.safetensors", CLF_SOURCE_DIR);
+    snprintf(path, sizeof(path), "%s/tests/data/d2l_weights.safetensors", CLF_SRC);
     clf_safetensors *st = NULL;
     clf_encoder *enc = NULL;
     clf_decoder *dec = NULL;

@@ -164,7 +164,7 @@ int main(void) {
     if (env && *env)
         snprintf(g_model, sizeof(g_model), "%s", env);
     else
-        snprintf(g_model, sizeof(g_model), "%s/models/all-MiniLM-L6-v2", CLF_SOURCE_DIR);
+        snprintf(g_model, sizeof(g_model), "%s/models/all-MiniLM-L6-v2", CLF_SRC);
     char p[1200];
     struct stat sb;
     snprintf(p, sizeof(p), "%s/model.safetensors", g_model);
@@ -173,7 +173,7 @@ int main(void) {
                 harness_in_ci() ? "; CI is set: failing" : ": skipping");
         return harness_in_ci() ? 1 : 77;
     }
-    snprintf(p, sizeof(p), "%s/tests/data/minilm_fixtures.json", CLF_SOURCE_DIR);
+    snprintf(p, sizeof(p), "%s/tests/data/minilm_fixtures.json", CLF_SRC);
     char *text = harness_slurp(p);
     g_fx = text ? cJSON_Parse(text) : NULL;
     free(text);

@@ -22,9 +22,9 @@ static void open_fixtures(void) {
     if (g_w) return;
     char p[512];
     clf_error err = {""};
-    snprintf(p, sizeof(p), "%s/tests/data/d2l_weights.safetensors", CLF_SOURCE_DIR);
+    snprintf(p, sizeof(p), "%s/tests/data/d2l_weights.safetensors", CLF_SRC);
     if (clf_safetensors_open(p, &g_w, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
-    snprintf(p, sizeof(p), "%s/tests/data/d2l_fixtures.safetensors", CLF_SOURCE_DIR);
+    snprintf(p, sizeof(p), "%s/tests/data/d2l_fixtures.safetensors", CLF_SRC);
     if (clf_safetensors_open(p, &g_fx, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
     assert_int_equal(clf_safetensors_read_i32(g_fx, "config", g_cfg, 9, &err), CLF_SUCCESS);
 }

@@ -165,7 +165,7 @@ static void test_corrupt(void **state) {
 static void test_truncated_everywhere(void **state) {
     (void)state;
     char src[512];
-    snprintf(src, sizeof(src), "%s/tests/data/d2l_fixtures.safetensors", CLF_SOURCE_DIR);
+    snprintf(src, sizeof(src), "%s/tests/data/d2l_fixtures.safetensors", CLF_SRC);
     FILE *f = fopen(src, "rb");
     assert_non_null(f);
     fseek(f, 0, SEEK_END);
