@@ -10,8 +10,9 @@
  * longer than the nk keys in use.
  *
  * Masks: query i of batch b sees keys 0 .. lim - 1, lim = clf_visible_keys(nk, i, b, ...) (the
- * rule in common.cl, shared with softmax.cl). A query that sees no key gets zeros. Masked keys are skipped, never scored; the running max starts
- * at -FLT_MAX (a finite sentinel: -INFINITY is undefined under fast-math).
+ * rule in common.cl, shared with softmax.cl). A query that sees no key gets zeros. Masked keys are
+ * skipped, never scored; the running max starts at -FLT_MAX (a finite sentinel: -INFINITY is
+ * undefined under fast-math).
  *
  * Each work-item owns one query: its scaled q and its accumulator live in private memory as DH/VW
  * vectors; K and V rows are read straight from global memory (on CPUs a local copy only adds
@@ -66,7 +67,6 @@
 #define PRIV_VLOAD(a)     CLF_CAT(vload, VW)(0, (a))
 #define PRIV_VSTORE(v, a) CLF_CAT(vstore, VW)((v), 0, (a))
 #endif
-
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled(const __global float *q, /* (B, *, q_rstride) */
@@ -229,7 +229,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     floatV lv[QB];
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
-        lim[u] = active ? clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
+        lim[u] =
+            active ? clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
         lim_max = max(lim_max, lim[u]);
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)

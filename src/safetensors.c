@@ -26,8 +26,6 @@ struct clf_safetensors {
     char *names;    /* all names, NUL-separated */
 };
 
-#define set_err clf__msg
-
 static const struct {
     const char *name;
     clf_st_dtype dtype;
@@ -58,7 +56,7 @@ static clf_status parse_entry(const cJSON *e, uint64_t data_size, clf_st_info *i
                               size_t es) {
     const char *name = e->string;
     if (!cJSON_IsObject(e)) {
-        set_err(err, es, "tensor \"%s\": header entry is not an object", name);
+        clf__msg(err, es, "tensor \"%s\": header entry is not an object", name);
         return CLF_ERROR_BAD_FORMAT;
     }
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -66,8 +64,8 @@ static clf_status parse_entry(const cJSON *e, uint64_t data_size, clf_st_info *i
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) ||
         cJSON_GetArraySize(off) != 2) {
-        set_err(err, es, "tensor \"%s\": needs a string dtype, a shape array and two data_offsets",
-                name);
+        clf__msg(err, es, "tensor \"%s\": needs a string dtype, a shape array and two data_offsets",
+                 name);
         return CLF_ERROR_BAD_FORMAT;
     }
     unsigned esize = 0;
@@ -78,13 +76,13 @@ static clf_status parse_entry(const cJSON *e, uint64_t data_size, clf_st_info *i
             esize = k_dtypes[i].size;
         }
     if (!esize) {
-        set_err(err, es, "tensor \"%s\": unknown dtype \"%.32s\"", name, dt->valuestring);
+        clf__msg(err, es, "tensor \"%s\": unknown dtype \"%.32s\"", name, dt->valuestring);
         return CLF_ERROR_BAD_FORMAT;
     }
     int nd = cJSON_GetArraySize(sh);
     if (nd > CLF_ST_MAX_DIMS) {
-        set_err(err, es, "tensor \"%s\": %d dims (at most %d supported)", name, nd,
-                CLF_ST_MAX_DIMS);
+        clf__msg(err, es, "tensor \"%s\": %d dims (at most %d supported)", name, nd,
+                 CLF_ST_MAX_DIMS);
         return CLF_ERROR_BAD_FORMAT;
     }
     info->ndim = nd;
@@ -92,11 +90,11 @@ static clf_status parse_entry(const cJSON *e, uint64_t data_size, clf_st_info *i
     for (int i = 0; i < nd; i++) {
         uint64_t d;
         if (!json_uint(cJSON_GetArrayItem(sh, i), &d)) {
-            set_err(err, es, "tensor \"%s\": shape[%d] is not a non-negative integer", name, i);
+            clf__msg(err, es, "tensor \"%s\": shape[%d] is not a non-negative integer", name, i);
             return CLF_ERROR_BAD_FORMAT;
         }
         if (d != 0 && numel > (UINT64_MAX / 16) / d) {
-            set_err(err, es, "tensor \"%s\": shape overflows", name);
+            clf__msg(err, es, "tensor \"%s\": shape overflows", name);
             return CLF_ERROR_BAD_FORMAT;
         }
         numel *= d;
@@ -105,19 +103,20 @@ static clf_status parse_entry(const cJSON *e, uint64_t data_size, clf_st_info *i
     uint64_t b, en;
     if (!json_uint(cJSON_GetArrayItem(off, 0), &b) || !json_uint(cJSON_GetArrayItem(off, 1), &en) ||
         b > en) {
-        set_err(err, es, "tensor \"%s\": bad data_offsets", name);
+        clf__msg(err, es, "tensor \"%s\": bad data_offsets", name);
         return CLF_ERROR_BAD_FORMAT;
     }
     if (en > data_size) {
-        set_err(err, es,
-                "tensor \"%s\": data_offsets [%llu, %llu) run past the end of the data (%llu "
-                "bytes; file truncated?)",
-                name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)data_size);
+        clf__msg(err, es,
+                 "tensor \"%s\": data_offsets [%llu, %llu) run past the end of the data (%llu "
+                 "bytes; file truncated?)",
+                 name, (unsigned long long)b, (unsigned long long)en,
+                 (unsigned long long)data_size);
         return CLF_ERROR_BAD_FORMAT;
     }
     if (en - b != numel * esize) {
-        set_err(err, es, "tensor \"%s\": %llu bytes for %llu elements of %s", name,
-                (unsigned long long)(en - b), (unsigned long long)numel, info->dtype_name);
+        clf__msg(err, es, "tensor \"%s\": %llu bytes for %llu elements of %s", name,
+                 (unsigned long long)(en - b), (unsigned long long)numel, info->dtype_name);
         return CLF_ERROR_BAD_FORMAT;
     }
     info->numel = (int64_t)numel;
@@ -133,13 +132,13 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        set_err(err, es, "header is not a JSON object");
+        clf__msg(err, es, "header is not a JSON object");
         return CLF_ERROR_BAD_FORMAT;
     }
     for (const char *p = end; p && p < text + len; p++)
         if (*p != ' ' && *p != '\0') { /* the format pads with spaces */
             cJSON_Delete(root);
-            set_err(err, es, "trailing bytes after the JSON header");
+            clf__msg(err, es, "trailing bytes after the JSON header");
             return CLF_ERROR_BAD_FORMAT;
         }
     size_t n = 0, name_bytes = 0;
@@ -153,14 +152,14 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
     st->names = malloc(name_bytes + 1);
     if (!st->t || !st->names) {
         cJSON_Delete(root);
-        set_err(err, es, "out of host memory");
+        clf__msg(err, es, "out of host memory");
         return CLF_ERROR_OUT_OF_MEMORY;
     }
     char *np = st->names;
     for (const cJSON *e = root->child; e && rc == CLF_SUCCESS; e = e->next) {
         if (strcmp(e->string, "__metadata__") == 0) {
             if (!cJSON_IsObject(e)) {
-                set_err(err, es, "__metadata__ is not an object");
+                clf__msg(err, es, "__metadata__ is not an object");
                 rc = CLF_ERROR_BAD_FORMAT;
             }
             continue;
@@ -174,7 +173,7 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
         if (rc == CLF_SUCCESS) {
             for (size_t j = 0; j < st->n; j++)
                 if (strcmp(st->t[j].name, info->name) == 0) {
-                    set_err(err, es, "tensor \"%s\" appears twice", info->name);
+                    clf__msg(err, es, "tensor \"%s\" appears twice", info->name);
                     rc = CLF_ERROR_BAD_FORMAT;
                 }
             st->n++;
@@ -185,7 +184,8 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
     qsort(st->t, st->n, sizeof(clf_st_info), cmp_offset);
     for (size_t i = 1; i < st->n; i++)
         if (st->t[i].offset < st->t[i - 1].offset + st->t[i - 1].bytes) {
-            set_err(err, es, "tensors \"%s\" and \"%s\" overlap", st->t[i - 1].name, st->t[i].name);
+            clf__msg(err, es, "tensors \"%s\" and \"%s\" overlap", st->t[i - 1].name,
+                     st->t[i].name);
             return CLF_ERROR_BAD_FORMAT;
         }
     for (size_t i = 0; i < st->n; i++)
@@ -196,15 +196,15 @@ static clf_status parse_header(clf_safetensors *st, const char *text, size_t len
 clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_error *e) {
     char *err = e ? e->message : NULL;
     const size_t err_size = e ? sizeof(e->message) : 0;
-    set_err(err, err_size, "%s", "");
+    clf__msg(err, err_size, "%s", "");
     if (!path || !out) {
-        set_err(err, err_size, "path and out must not be NULL");
+        clf__msg(err, err_size, "path and out must not be NULL");
         return CLF_ERROR_INVALID_ARGUMENT;
     }
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, err_size, "%s: %s", path, strerror(errno));
+        clf__msg(err, err_size, "%s: %s", path, strerror(errno));
         return CLF_ERROR_IO;
     }
     clf_status rc = CLF_SUCCESS;
@@ -215,39 +215,39 @@ clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_err
     long size = -1;
     if (!st) {
         rc = CLF_ERROR_OUT_OF_MEMORY;
-        set_err(err, err_size, "out of host memory");
+        clf__msg(err, err_size, "out of host memory");
         goto done;
     }
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         rc = CLF_ERROR_IO;
-        set_err(err, err_size, "%s: cannot seek", path);
+        clf__msg(err, err_size, "%s: cannot seek", path);
         goto done;
     }
     st->file_size = (uint64_t)size;
     if (st->file_size < 8 || fread(hb, 1, 8, f) != 8) {
         rc = CLF_ERROR_BAD_FORMAT;
-        set_err(err, err_size, "%s: shorter than the 8-byte header size (truncated?)", path);
+        clf__msg(err, err_size, "%s: shorter than the 8-byte header size (truncated?)", path);
         goto done;
     }
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | hb[i];
     if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > st->file_size - 8) {
         rc = CLF_ERROR_BAD_FORMAT;
-        set_err(err, err_size,
-                "%s: header size %llu does not fit the file (%llu bytes; not safetensors, or "
-                "truncated)",
-                path, (unsigned long long)hlen, (unsigned long long)st->file_size);
+        clf__msg(err, err_size,
+                 "%s: header size %llu does not fit the file (%llu bytes; not safetensors, or "
+                 "truncated)",
+                 path, (unsigned long long)hlen, (unsigned long long)st->file_size);
         goto done;
     }
     text = malloc((size_t)hlen + 1);
     if (!text) {
         rc = CLF_ERROR_OUT_OF_MEMORY;
-        set_err(err, err_size, "out of host memory");
+        clf__msg(err, err_size, "out of host memory");
         goto done;
     }
     if (fread(text, 1, (size_t)hlen, f) != hlen) {
         rc = CLF_ERROR_IO;
-        set_err(err, err_size, "%s: short read of the header", path);
+        clf__msg(err, err_size, "%s: short read of the header", path);
         goto done;
     }
     text[hlen] = '\0';
@@ -256,13 +256,13 @@ clf_status clf_safetensors_open(const char *path, clf_safetensors **out, clf_err
     why[0] = '\0';
     rc = parse_header(st, text, (size_t)hlen, st->file_size - st->data_start, why, sizeof(why));
     if (rc != CLF_SUCCESS) {
-        set_err(err, err_size, "%s: %s", path, why);
+        clf__msg(err, err_size, "%s: %s", path, why);
         goto done;
     }
     st->path = strdup(path);
     if (!st->path) {
         rc = CLF_ERROR_OUT_OF_MEMORY;
-        set_err(err, err_size, "out of host memory");
+        clf__msg(err, err_size, "out of host memory");
     }
 done:
     fclose(f);
@@ -280,13 +280,13 @@ clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t
     const size_t es = e ? sizeof(e->message) : 0;
     uint64_t hlen = 0;
     if (size < 8) {
-        set_err(err, es, "shorter than the 8-byte header size");
+        clf__msg(err, es, "shorter than the 8-byte header size");
         return CLF_ERROR_BAD_FORMAT;
     }
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | data[i];
     if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > size - 8) {
-        set_err(err, es, "header size %llu does not fit the file", (unsigned long long)hlen);
+        clf__msg(err, es, "header size %llu does not fit the file", (unsigned long long)hlen);
         return CLF_ERROR_BAD_FORMAT;
     }
     clf_safetensors st;
@@ -353,7 +353,7 @@ static clf_status read_raw(const clf_safetensors *st, const clf_st_info *info, v
     *out = NULL;
     void *buf = malloc(info->bytes ? (size_t)info->bytes : 1);
     if (!buf) {
-        set_err(err, es, "out of host memory for tensor \"%s\"", info->name);
+        clf__msg(err, es, "out of host memory for tensor \"%s\"", info->name);
         return CLF_ERROR_OUT_OF_MEMORY;
     }
     FILE *f = fopen(st->path, "rb");
@@ -362,8 +362,8 @@ static clf_status read_raw(const clf_safetensors *st, const clf_st_info *info, v
     if (f) fclose(f);
     if (!ok) {
         free(buf);
-        set_err(err, es, "%s: cannot read tensor \"%s\" (file changed or unreadable)", st->path,
-                info->name);
+        clf__msg(err, es, "%s: cannot read tensor \"%s\" (file changed or unreadable)", st->path,
+                 info->name);
         return CLF_ERROR_IO;
     }
     *out = buf;
@@ -374,18 +374,18 @@ static const clf_st_info *lookup(const clf_safetensors *st, const char *name, in
                                  char *err, size_t es, clf_status *rc) {
     *rc = CLF_ERROR_INVALID_ARGUMENT;
     if (!st || !name) {
-        set_err(err, es, "st and name must not be NULL");
+        clf__msg(err, es, "st and name must not be NULL");
         return NULL;
     }
     const clf_st_info *info = clf_safetensors_find(st, name);
     if (!info) {
-        set_err(err, es, "%s: no tensor named \"%s\"", st->path, name);
+        clf__msg(err, es, "%s: no tensor named \"%s\"", st->path, name);
         *rc = CLF_ERROR_BAD_FORMAT;
         return NULL;
     }
     if (count != info->numel) {
-        set_err(err, es, "tensor \"%s\" has %lld elements, not %lld", name, (long long)info->numel,
-                (long long)count);
+        clf__msg(err, es, "tensor \"%s\" has %lld elements, not %lld", name, (long long)info->numel,
+                 (long long)count);
         *rc = CLF_ERROR_SHAPE_MISMATCH;
         return NULL;
     }
@@ -402,7 +402,8 @@ clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name,
     if (!info) return rc;
     if (!dst) return CLF_ERROR_INVALID_ARGUMENT;
     if (info->dtype == CLF_ST_OTHER) {
-        set_err(err, es, "tensor \"%s\": dtype %s cannot be read as float", name, info->dtype_name);
+        clf__msg(err, es, "tensor \"%s\": dtype %s cannot be read as float", name,
+                 info->dtype_name);
         return CLF_ERROR_UNSUPPORTED;
     }
     void *raw;
@@ -456,7 +457,7 @@ clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
     if (!info) return rc;
     if (!dst) return CLF_ERROR_INVALID_ARGUMENT;
     if (info->dtype != CLF_ST_I32 && info->dtype != CLF_ST_I64) {
-        set_err(err, es, "tensor \"%s\": dtype %s is not an integer type", name, info->dtype_name);
+        clf__msg(err, es, "tensor \"%s\": dtype %s is not an integer type", name, info->dtype_name);
         return CLF_ERROR_UNSUPPORTED;
     }
     void *raw;
@@ -470,8 +471,8 @@ clf_status clf_safetensors_read_i32(const clf_safetensors *st, const char *name,
             memcpy(&v, p + 8 * i, 8);
             if (v < INT32_MIN || v > INT32_MAX) {
                 free(raw);
-                set_err(err, es, "tensor \"%s\": element %lld (%lld) does not fit int32", name,
-                        (long long)i, (long long)v);
+                clf__msg(err, es, "tensor \"%s\": element %lld (%lld) does not fit int32", name,
+                         (long long)i, (long long)v);
                 return CLF_ERROR_OUT_OF_RANGE;
             }
             dst[i] = (int32_t)v;

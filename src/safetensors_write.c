@@ -11,15 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define set_err clf__msg
-
 clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
                                  clf_error *error) {
     char *err = error ? error->message : NULL;
     const size_t es = error ? sizeof(error->message) : 0;
-    set_err(err, es, "%s", "");
+    clf__msg(err, es, "%s", "");
     if (!path || (n && !entries)) {
-        set_err(err, es, "path and entries must not be NULL");
+        clf__msg(err, es, "path and entries must not be NULL");
         return CLF_ERROR_INVALID_ARGUMENT;
     }
     cJSON *root = cJSON_CreateObject();
@@ -31,8 +29,8 @@ clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, 
         if (!e->name || (e->ndim && !e->shape) || !e->data || e->ndim < 0 ||
             e->ndim > CLF_ST_MAX_DIMS || (e->dtype != CLF_ST_F32 && e->dtype != CLF_ST_I32) ||
             strcmp(e->name, "__metadata__") == 0 || cJSON_GetObjectItem(root, e->name)) {
-            set_err(err, es, "entry %zu: needs a unique name, F32 or I32, 0..%d dims and data", i,
-                    CLF_ST_MAX_DIMS);
+            clf__msg(err, es, "entry %zu: needs a unique name, F32 or I32, 0..%d dims and data", i,
+                     CLF_ST_MAX_DIMS);
             rc = CLF_ERROR_INVALID_ARGUMENT;
             break;
         }
@@ -50,7 +48,7 @@ clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, 
         cJSON_AddItemToObject(o, "shape", sh);
         cJSON_AddItemToObject(o, "data_offsets", of);
         cJSON_AddItemToObject(root, e->name, o);
-        if (rc != CLF_SUCCESS) set_err(err, es, "entry %zu: negative dimension", i);
+        if (rc != CLF_SUCCESS) clf__msg(err, es, "entry %zu: negative dimension", i);
     }
     char *text = rc == CLF_SUCCESS ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -78,7 +76,7 @@ clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, 
     if (ok) ok = rename(tmp, path) == 0;
     if (!ok) {
         remove(tmp);
-        set_err(err, es, "%s: cannot write: %s", path, strerror(errno));
+        clf__msg(err, es, "%s: cannot write: %s", path, strerror(errno));
         return CLF_ERROR_IO;
     }
     return CLF_SUCCESS;

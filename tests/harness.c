@@ -153,6 +153,21 @@ void harness_remove_tree(const char *dir) {
 
 static clf_rng rng_state = {0x9e3779b97f4a7c15ULL}; /* the tests' one stream (src/rng.h) */
 
+void harness_fresh_tuning(const char *tag, const char *kind, char *dir, size_t dir_size, char *file,
+                          size_t file_size) {
+    snprintf(dir, dir_size, "/tmp/clf-%s-XXXXXX", tag);
+    assert_non_null(mkdtemp(dir));
+    clf_context *ctx = harness_context_in(dir);
+    char *path = clf__tuning_path(ctx, kind);
+    assert_non_null(path);
+    snprintf(file, file_size, "%s", path);
+    free(path);
+    clf_context_free(ctx);
+    char sub[1024];
+    snprintf(sub, sizeof(sub), "%s/%s", dir, kind);
+    assert_int_equal(clf__make_dirs(sub), 0);
+}
+
 const char *harness_env_or(const char *name, const char *fallback) {
     const char *v = getenv(name);
     return v && *v ? v : fallback;

@@ -45,6 +45,11 @@ clf_context *harness_context_in(const char *cache_dir);
 /* Removes a scratch folder and everything in it (fails the test if it cannot). */
 void harness_remove_tree(const char *dir);
 
+/* A fresh temporary cache folder in dir (mkdtemp of "/tmp/clf-<tag>-XXXXXX") and this device's
+ * tuning file path of `kind` there in file (not written; its folder made): tuning tests that
+ * need one make their own, so every test runs alone. */
+void harness_fresh_tuning(const char *tag, const char *kind, char *dir, size_t dir_size, char *file,
+                          size_t file_size);
 /* $name if set and not empty, else fallback: paths compiled in for this machine (the source
  * folder, the bench binary) can be pointed elsewhere when the built tests run on another machine
  * (scripts/device-check.sh). */

@@ -74,20 +74,10 @@ static int tiles(const clf_context *ctx, int64_t dh, int64_t *qb, int64_t *bq) {
 static char g_dir[64];
 static char g_file[600];
 
-/* A fresh tuning folder in g_dir and this device's attention tuning file path in g_file (not
- * written): each test that needs one makes its own, so every test runs alone. */
+/* A fresh tuning folder in g_dir and this device's attention tuning file path in g_file. */
 static void fresh_tuning_dir(void) {
-    snprintf(g_dir, sizeof(g_dir), "/tmp/clf-atune-test-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
-    clf_context *ctx = harness_context_in(g_dir);
-    char *path = clf__tuning_path(ctx, CLF_ATT_TUNING_KIND);
-    assert_non_null(path);
-    snprintf(g_file, sizeof(g_file), "%s", path);
-    free(path);
-    clf_context_free(ctx);
-    char dir[600];
-    snprintf(dir, sizeof(dir), "%s/%s", g_dir, CLF_ATT_TUNING_KIND);
-    assert_int_equal(clf__make_dirs(dir), 0);
+    harness_fresh_tuning("atune-test", CLF_ATT_TUNING_KIND, g_dir, sizeof(g_dir), g_file,
+                         sizeof(g_file));
 }
 
 /* Tiled attention (B 2, H 3, Nq 37, Nk 41, head size dh, valid lengths) on ctx agrees with the

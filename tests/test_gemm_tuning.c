@@ -48,21 +48,11 @@ static void test_parse(void **state) {
 
 static char g_dir[64];
 
-/* A fresh tuning folder in g_dir; returns this device's GEMM tuning file path there (not
- * written, its folder made), so every test runs alone. */
+/* A fresh tuning folder in g_dir; returns this device's GEMM tuning file path there. */
 static char *fresh_tuning_file(void) {
-    snprintf(g_dir, sizeof(g_dir), "/tmp/clf-tune-test-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
-    clf_context *ctx = harness_context_in(g_dir);
     static char path[600];
-    char *p = clf__tuning_path(ctx, CLF_GEMM_TUNING_KIND);
-    assert_non_null(p);
-    snprintf(path, sizeof(path), "%s", p);
-    free(p);
-    clf_context_free(ctx);
-    char dir[600];
-    snprintf(dir, sizeof(dir), "%s/%s", g_dir, CLF_GEMM_TUNING_KIND);
-    assert_int_equal(clf__make_dirs(dir), 0);
+    harness_fresh_tuning("tune-test", CLF_GEMM_TUNING_KIND, g_dir, sizeof(g_dir), path,
+                         sizeof(path));
     return path;
 }
 

@@ -10,9 +10,7 @@
 
 /* ---------------------------------------------------------------- weight names ({i}: layer) */
 
-static const struct {
-    const char *q, *k, *v, *o, *norm1, *norm2, *up, *down;
-} enc = {
+static const clf_enc_names enc = {
     "encoder.layer.{i}.attention.self.query",       "encoder.layer.{i}.attention.self.key",
     "encoder.layer.{i}.attention.self.value",       "encoder.layer.{i}.attention.output.dense",
     "encoder.layer.{i}.attention.output.LayerNorm", "encoder.layer.{i}.output.LayerNorm",
@@ -67,11 +65,7 @@ static clf_status load_embed(clf_loader *L, const clf_transformer_params *c, int
 
 static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_params *c,
                                      clf_enc_layer *l) {
-    const int64_t d = c->num_hiddens;
-    CLF_TRY(clf__load_mha(L, enc.q, enc.k, enc.v, enc.o, d, 1, 0, &l->att));
-    CLF_TRY(clf__load_norm(L, enc.norm1, d, &l->n1));
-    CLF_TRY(clf__load_norm(L, enc.norm2, d, &l->n2));
-    return clf__load_ffn(L, enc.up, enc.down, d, c->ffn_num_hiddens, &l->ffn);
+    return clf__load_enc_layer(L, c, &enc, 1, l);
 }
 
 /* ---------------------------------------------------------------- forward */

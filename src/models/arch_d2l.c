@@ -9,9 +9,7 @@
 
 /* ---------------------------------------------------------------- weight names ({i}: block) */
 
-static const struct {
-    const char *q, *k, *v, *o, *norm1, *norm2, *up, *down;
-} enc = {
+static const clf_enc_names enc = {
     "blks.block{i}.attention.W_q", "blks.block{i}.attention.W_k", "blks.block{i}.attention.W_v",
     "blks.block{i}.attention.W_o", "blks.block{i}.addnorm1.ln",   "blks.block{i}.addnorm2.ln",
     "blks.block{i}.ffn.dense1",    "blks.block{i}.ffn.dense2",
@@ -36,11 +34,7 @@ static clf_status load_embed(clf_loader *L, const clf_transformer_params *c, int
 
 static clf_status load_encoder_layer(clf_loader *L, const clf_transformer_params *c,
                                      clf_enc_layer *l) {
-    const int64_t d = c->num_hiddens;
-    CLF_TRY(clf__load_mha(L, enc.q, enc.k, enc.v, enc.o, d, c->use_bias, 0, &l->att));
-    CLF_TRY(clf__load_norm(L, enc.norm1, d, &l->n1));
-    CLF_TRY(clf__load_norm(L, enc.norm2, d, &l->n2));
-    return clf__load_ffn(L, enc.up, enc.down, d, c->ffn_num_hiddens, &l->ffn);
+    return clf__load_enc_layer(L, c, &enc, c->use_bias, l);
 }
 
 static clf_status load_decoder_layer(clf_loader *L, const clf_transformer_params *c,

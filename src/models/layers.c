@@ -157,6 +157,15 @@ clf_status clf__load_ffn(clf_loader *L, const char *up, const char *down, int64_
     return clf__load_lin(L, down, d, f, 1, &w->down);
 }
 
+clf_status clf__load_enc_layer(clf_loader *L, const clf_transformer_params *c,
+                               const clf_enc_names *n, int bias, clf_enc_layer *l) {
+    const int64_t d = c->num_hiddens;
+    CLF_TRY(clf__load_mha(L, n->q, n->k, n->v, n->o, d, bias, 0, &l->att));
+    CLF_TRY(clf__load_norm(L, n->norm1, d, &l->n1));
+    CLF_TRY(clf__load_norm(L, n->norm2, d, &l->n2));
+    return clf__load_ffn(L, n->up, n->down, d, c->ffn_num_hiddens, &l->ffn);
+}
+
 /* ---------------------------------------------------------------- workspaces and checks */
 
 clf_tensor clf__view(const clf_tensor *base, int64_t a, int64_t b, int64_t c) {

@@ -103,6 +103,16 @@ clf_status clf__load_mha(clf_loader *L, const char *q, const char *k, const char
 clf_status clf__load_ffn(clf_loader *L, const char *up, const char *down, int64_t d, int64_t f,
                          clf_ffn_w *w);
 
+/* The weight names of one post-LN encoder block (an arch's table; "{i}" is the layer). */
+typedef struct clf_enc_names {
+    const char *q, *k, *v, *o; /* attention projections */
+    const char *norm1, *norm2; /* after attention, after the FFN */
+    const char *up, *down;     /* FFN dense1, dense2 */
+} clf_enc_names;
+/* One encoder block's weights by those names; bias: the attention projections have biases. */
+clf_status clf__load_enc_layer(clf_loader *L, const clf_transformer_params *c,
+                               const clf_enc_names *n, int bias, clf_enc_layer *l);
+
 /* ---------------------------------------------------------------- forward pieces */
 
 /* A view of base's first a*b*c (or a*b with c = 0) elements as (a, b, c); never freed. */
