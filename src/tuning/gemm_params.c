@@ -100,19 +100,22 @@ void clf__gemm_tuning_register(clf_context *ctx) {
 }
 
 clf_status clf__gemm_params_apply(clf_context *ctx, const clf_gemm_params *p) {
+    /* The context's parameters with p's groups in place of its own; all of them go to CLBlast,
+     * so after a success CLBlast holds exactly this context's set and it owns the device. */
+    clf_gemm_params g = ctx->tuning->gemm;
+    if (p->has_xgemm) memcpy(g.xgemm, p->xgemm, sizeof(g.xgemm));
+    if (p->has_direct) memcpy(g.direct, p->direct, sizeof(g.direct));
+    if (p->has_routine) g.min_indirect = p->min_indirect;
+    g.has_xgemm |= p->has_xgemm;
+    g.has_direct |= p->has_direct;
+    g.has_routine |= p->has_routine;
     pthread_mutex_lock(&lock);
-    clf_status st = override(ctx, p);
+    clf_status st = override(ctx, &g);
     if (st == CLF_SUCCESS) {
-        clf_gemm_params *g = &ctx->tuning->gemm;
-        if (p->has_xgemm) memcpy(g->xgemm, p->xgemm, sizeof(g->xgemm));
-        if (p->has_direct) memcpy(g->direct, p->direct, sizeof(g->direct));
-        if (p->has_routine) g->min_indirect = p->min_indirect;
-        g->has_xgemm |= p->has_xgemm;
-        g->has_direct |= p->has_direct;
-        g->has_routine |= p->has_routine;
+        ctx->tuning->gemm = g;
         set_owner(ctx);
     } else {
-        /* CLBlast may now hold part of p: no context's parameters are whole there */
+        /* CLBlast may now hold part of g: no context's parameters are whole there */
         for (int i = 0; i < OWNERS_MAX; i++)
             if (owners[i].device == ctx->device) owners[i].owner = 0;
     }
