@@ -7,7 +7,8 @@
  * Q starts at q + b * q_bstride + r * q_rstride; head h's block is DH floats from column
  * q_col + h * DH (likewise K, V). Out is (B, Nq, o_rstride) with head h at column h * DH. So Q,
  * K and V can be three slices of one fused QKV projection (B, N, 3 H DH), and K/V a KV cache
- * longer than the nk keys in use.
+ * longer than the nk keys in use. Grouped-query (and multi-query) attention: K and V have
+ * H / kv_group heads, and query head h reads K/V head h / kv_group (kv_group 1: one each).
  *
  * Masks: query i of batch b sees keys 0 .. lim - 1, lim = clf_visible_keys(nk, i, b, ...) (the
  * rule in common.cl, shared with softmax.cl). A query that sees no key gets zeros. Masked keys are
@@ -59,14 +60,6 @@
 #endif
 
 #define NV (DH / VW)
-/* A whole private float[VW] as one vector. */
-#if VW == 1
-#define PRIV_VLOAD(a)     ((a)[0])
-#define PRIV_VSTORE(v, a) ((a)[0] = (v))
-#else
-#define PRIV_VLOAD(a)     CLF_CAT(vload, VW)(0, (a))
-#define PRIV_VSTORE(v, a) CLF_CAT(vstore, VW)((v), 0, (a))
-#endif
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled(const __global float *q, /* (B, *, q_rstride) */
@@ -80,7 +73,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 const int o_rstride, const float scale,
                 const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
                 const int lens_mode, const int causal, const long causal_offset, const int splits,
-                const int split_keys) {
+                const int split_keys, const int kv_group) {
     const int i = get_global_id(0);
     if (i >= nq) return; /* no barriers below */
     const int groups = heads / HG;
@@ -92,11 +85,13 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
     const int j_end = splits > 1 ? min(lim, j_begin + split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h0 * DH;
-    const __global float *kb = k + b * k_bstride + k_col + h0 * DH;
-    const __global float *vb = v + b * v_bstride + v_col + h0 * DH;
+    const __global float *kb = k + b * k_bstride + k_col;
+    const __global float *vb = v + b * v_bstride + v_col;
     floatV qv[HG][NV], acc[HG][NV], lv[HG];
     float m[HG];
+    int kvo[HG]; /* column of head h0 + g's K and V block (grouped-query: heads share one) */
     for (int g = 0; g < HG; g++) {
+        kvo[g] = (h0 + g) / kv_group * DH;
         for (int d = 0; d < NV; d++) {
             qv[g][d] = VLOAD(g * NV + d, qr) * (scale * M_LOG2E_F); /* log2-unit scores */
             acc[g][d] = (floatV)(0.0f);
@@ -112,7 +107,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
         const intV visible = (IOTA + j0) < j_end;
         for (int g = 0; g < HG; g++) {
             for (int jj = 0; jj < VW; jj++) {
-                const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + g * DH;
+                const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
                 floatV dot = qv[g][0] * VLOAD(0, kr);
                 for (int d = 1; d < NV; d++)
                     dot = fma(qv[g][d], VLOAD(d, kr), dot);
@@ -131,7 +126,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
             lv[g] += p;
             PRIV_VSTORE(p, pa);
             for (int jj = 0; jj < jn; jj++) {
-                const __global float *vr = vb + (long)(j0 + jj) * v_rstride + g * DH;
+                const __global float *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
                 for (int d = 0; d < NV; d++)
                     acc[g][d] = fma((floatV)(pa[jj]), VLOAD(d, vr), acc[g][d]);
             }
@@ -184,7 +179,8 @@ attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
         VSTORE(acc[d] * inv, d, orow);
 }
 
-/* K of each (batch, head) transposed tile by tile, zero past nk: (B * H, nkp / VW, DH, VW), the
+/* K of each (batch, KV head) transposed tile by tile, zero past nk: (B * H, nkp / VW, DH, VW) (H
+ * here: the KV heads), the
  * VW keys of a tile as DH vectors of VW, one key per lane. attention_tiled_t then scores VW keys
  * per vector with no horizontal sums, and reads each tile as one contiguous block (DH VW floats)
  * rather than DH rows far apart (a TLB miss per row at long N). */
@@ -208,19 +204,21 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
  * accumulated into QB outputs. On PoCL this avoids a horizontal sum and a scalar exp per key. */
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
-                  const __global float *kt, /* (B * H, nkp / VW, DH, VW): attention_transpose_k */
+                  const __global float *kt, /* (B * KVH, nkp / VW, DH, VW): attention_transpose_k */
                   const __global float *v,  /* (B, >= nk, v_rstride) */
                   __global float *out,      /* (B, nq, o_rstride) */
                   const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
                   const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,
                   const int v_col, const int o_rstride, const float scale, const __global int *lens,
-                  const int lens_mode, const int causal, const long causal_offset) {
+                  const int lens_mode, const int causal, const long causal_offset,
+                  const int kv_group) {
     const int i0 = get_global_id(0) * QB;
     const bool active = i0 < nq; /* no early return: every work-item meets the barriers */
     const int bh = get_global_id(1);
     const int b = bh / heads, h = bh - b * heads;
-    const __global float *ktb = kt + (long)bh * DH * nkp;
-    const __global float *vb = v + b * v_bstride + v_col + h * DH;
+    const int kvh = h / kv_group; /* grouped-query: kv_group heads share a K/V head */
+    const __global float *ktb = kt + ((long)b * (heads / kv_group) + kvh) * DH * nkp;
+    const __global float *vb = v + b * v_bstride + v_col + kvh * DH;
     int lim[QB];
     int lim_max = 0;
     float qs[QB][DH];

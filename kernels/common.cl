@@ -82,7 +82,28 @@ inline float clf_hmax16(float16 v) {
 #define HSUM(v)         CLF_CAT(clf_hsum, VW)(v)
 #define HMAX(v)         CLF_CAT(clf_hmax, VW)(v)
 #define IOTA            CLF_CAT(CLF_IOTA, VW)
-#define convert_floatV  CLF_CAT(convert_float, VW)
+/* Through names of our own: CLF_CAT expands its arguments first, and PoCL defines convert_float
+ * as an object-like macro (it would paste into _cl_convert_float1, which does not exist). */
+#define convert_floatV         CLF_CAT(clf_convert_float, VW)
+#define clf_convert_float1(x)  ((float)(x))
+#define clf_convert_float2(x)  convert_float2(x)
+#define clf_convert_float4(x)  convert_float4(x)
+#define clf_convert_float8(x)  convert_float8(x)
+#define clf_convert_float16(x) convert_float16(x)
+/* A whole private float[VW] as one vector (vloadN/vstoreN on private memory; width 1: the element).
+ */
+#define PRIV_VLOAD(a)           CLF_CAT(clf_priv_vload, VW)(a)
+#define PRIV_VSTORE(v, a)       CLF_CAT(clf_priv_vstore, VW)((v), (a))
+#define clf_priv_vload1(a)      ((a)[0])
+#define clf_priv_vstore1(v, a)  ((a)[0] = (v))
+#define clf_priv_vload2(a)      vload2(0, (a))
+#define clf_priv_vload4(a)      vload4(0, (a))
+#define clf_priv_vload8(a)      vload8(0, (a))
+#define clf_priv_vload16(a)     vload16(0, (a))
+#define clf_priv_vstore2(v, a)  vstore2((v), 0, (a))
+#define clf_priv_vstore4(v, a)  vstore4((v), 0, (a))
+#define clf_priv_vstore8(v, a)  vstore8((v), 0, (a))
+#define clf_priv_vstore16(v, a) vstore16((v), 0, (a))
 
 /*
  * CLF_DEFINE_ROW_REDUCE(NAME, OP): defines float NAME(red, lr, t, v), the OP-reduction of v over

@@ -3,6 +3,8 @@
  *   bias_act: y[r, :] = act(x[r, :] + bias)   (bias optional; act: identity, ReLU, GELU (erf),
  *             GELU (tanh)); in place allowed.
  *   add:      y = a + b over n elements (residual add); in place allowed.
+ *   gated_act: y[r, :] = act(g[r, :]) * u[r, :] (SwiGLU's middle, gate and up of f columns, each
+ *             row of g and u at its own stride: apart, or the two halves of one (rows, 2f)).
  *   argmax_rows: index of each row's largest element (greedy decoding).
  * Each work-item handles VW consecutive floats; a row's last partial vector goes element-wise.
  *
@@ -55,6 +57,28 @@ add(const __global float *a, /* (n) */
     }
     for (long i = c * VW; i < n; i++)
         y[i] = a[i] + b[i];
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+gated_act(const __global float *g, /* gate: row r at g + r * g_rstride, f floats */
+          const __global float *u, /* up: row r at u + u_off + r * u_rstride */
+          const long u_off, const long g_rstride, const long u_rstride,
+          __global float *y, /* (rows, f); may be g or u when their strides are f */
+          const long rows, const int f, const int act) {
+    const int cpr = (f + VW - 1) / VW;
+    const long gid = get_global_id(0);
+    const long row = gid / cpr;
+    if (row >= rows) return;
+    const int c = (int)(gid - row * cpr);
+    const __global float *gr = g + row * g_rstride;
+    const __global float *ur = u + u_off + row * u_rstride;
+    __global float *yr = y + row * (long)f;
+    if ((c + 1) * VW <= f) {
+        VSTORE(act_v(VLOAD(c, gr), act) * VLOAD(c, ur), c, yr);
+        return;
+    }
+    for (int i = c * VW; i < f; i++)
+        yr[i] = act_s(gr[i], act) * ur[i];
 }
 
 /* out[row] = index of the largest x[row, :] (the first on ties): one work-group per row, a

@@ -1,7 +1,10 @@
 /*
- * layernorm.cl — LayerNorm over the last dimension, optionally of (x + residual):
- *   z = x + res (or x);  y = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta
- * with the biased variance, as PyTorch. This is the seeds' AddNorm at inference.
+ * layernorm.cl — the norms over the last dimension, optionally of (x + residual):
+ *   layernorm_rows: z = x + res (or x);  y = (z - mean(z)) / sqrt(var(z) + eps) * gamma + beta
+ *     with the biased variance, as PyTorch. This is the seeds' AddNorm at inference.
+ *   rmsnorm_rows:   z = x + res (or x);  y = z / sqrt(mean(z^2) + eps) * gamma, and optionally
+ *     sum = z: a pre-norm block (Llama, Qwen2, Mistral) updates its residual stream and
+ *     normalizes it in one pass.
  *
  * Three passes over the row (the second and third read it from cache): mean, sum of squared
  * deviations, output. Values are taken relative to the row's first element (exact for values of
@@ -96,5 +99,59 @@ layernorm_rows(const __global float *x,     /* (rows, n) */
     for (int i = nv * VW + t; i < n; i += WG) {
         float z = has_res ? xr[i] + rr[i] : xr[i];
         yr[i] = ((z - shift) - mean) * rstd * gamma[i] + beta[i];
+    }
+}
+
+/* RMSNorm as Hugging Face's LlamaRMSNorm (fp32): one pass for the sum of squares, one for the
+ * output (and the residual stream z when has_sum). Work-item t reads and writes the same elements
+ * in both passes, so sum and y may be x or res. */
+__kernel __attribute__((reqd_work_group_size(WG, RPG, 1))) void
+rmsnorm_rows(const __global float *x,     /* (rows, n) */
+             const __global float *res,   /* (rows, n) residual; unused if has_res == 0 */
+             const int has_res,           /* 1: normalize x + res */
+             const __global float *gamma, /* (n) */
+             __global float *sum,         /* (rows, n): z = x + res; unused if has_sum == 0 */
+             const int has_sum, __global float *y, /* (rows, n) */
+             const long rows, const int n, const float eps) {
+    const int t = get_local_id(0);
+    const int lr = get_local_id(1);
+    const long row = get_global_id(1);
+    const bool active = row < rows;
+    const long off = (active ? row : 0) * (long)n;
+    const __global float *xr = x + off;
+    const __global float *rr = res + (has_res ? off : 0);
+    __global float *sr = sum + (has_sum ? off : 0);
+    __global float *yr = y + off;
+    const int len = active ? n : 0;
+    const int nv_len = len / VW;
+
+    float s2 = 0.0f;
+    for (int c = t; c < nv_len; c += WG) {
+        floatV z = VLOAD(c, xr);
+        if (has_res) z += VLOAD(c, rr);
+        s2 += HSUM(z * z);
+    }
+    for (int i = nv_len * VW + t; i < len; i += WG) {
+        const float z = has_res ? xr[i] + rr[i] : xr[i];
+        s2 += z * z;
+    }
+#if WG > 1
+    __local float red[RPG][WG];
+    s2 = row_sum(red, lr, t, s2);
+#endif
+    if (!active) return;
+
+    const float rstd = rsqrt(s2 / (float)n + eps);
+    const int nv = n / VW;
+    for (int c = t; c < nv; c += WG) {
+        floatV z = VLOAD(c, xr);
+        if (has_res) z += VLOAD(c, rr);
+        if (has_sum) VSTORE(z, c, sr);
+        VSTORE(z * rstd * VLOAD(c, gamma), c, yr);
+    }
+    for (int i = nv * VW + t; i < n; i += WG) {
+        const float z = has_res ? xr[i] + rr[i] : xr[i];
+        if (has_sum) sr[i] = z;
+        yr[i] = z * rstd * gamma[i];
     }
 }

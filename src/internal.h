@@ -20,6 +20,7 @@ typedef enum {
     CLF_PROG_SOFTMAX = 0,
     CLF_PROG_LAYERNORM,
     CLF_PROG_POSENC,
+    CLF_PROG_ROPE,
     CLF_PROG_ELEMENTWISE,
     CLF_PROG_LINEAR,
     CLF_PROG_ATTENTION,
@@ -30,9 +31,12 @@ typedef enum {
 typedef enum {
     CLF_K_SOFTMAX = 0,
     CLF_K_LAYERNORM,
+    CLF_K_RMSNORM,
+    CLF_K_ROPE,
     CLF_K_POSENC, /* embedding gather and/or positional encoding */
     CLF_K_BIAS_ACT,
     CLF_K_ADD,
+    CLF_K_GATED_ACT,
     CLF_K_ARGMAX,
     CLF_K_LINEAR_ROWS,
     CLF_K_PACK_PANELS,
@@ -67,6 +71,9 @@ typedef struct clf_embedded_source {
 extern const clf_embedded_source clf__embedded_sources[];
 extern const size_t clf__embedded_count;
 const char *clf__embedded_find(const char *name);
+
+/* The last clf_activation value (the checks of every op that takes one). */
+#define CLF__ACT_LAST CLF_ACT_SILU
 
 /* ---------------------------------------------------------------- tunables */
 

@@ -8,9 +8,10 @@
 #include <string.h>
 
 const char *const clf__prog_names[CLF_PROG_COUNT] = {
-    [CLF_PROG_SOFTMAX] = "softmax", [CLF_PROG_LAYERNORM] = "layernorm",
-    [CLF_PROG_POSENC] = "posenc",   [CLF_PROG_ELEMENTWISE] = "elementwise",
-    [CLF_PROG_LINEAR] = "linear",   [CLF_PROG_ATTENTION] = "attention",
+    [CLF_PROG_SOFTMAX] = "softmax",         [CLF_PROG_LAYERNORM] = "layernorm",
+    [CLF_PROG_POSENC] = "posenc",           [CLF_PROG_ROPE] = "rope",
+    [CLF_PROG_ELEMENTWISE] = "elementwise", [CLF_PROG_LINEAR] = "linear",
+    [CLF_PROG_ATTENTION] = "attention",
 };
 
 const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
@@ -23,9 +24,12 @@ const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
 const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_SOFTMAX] = {CLF_PROG_SOFTMAX, "softmax_rows", {"WG", "RPG"}, {1, 0}},
     [CLF_K_LAYERNORM] = {CLF_PROG_LAYERNORM, "layernorm_rows", {"WG", "RPG"}, {1, 0}},
+    [CLF_K_RMSNORM] = {CLF_PROG_LAYERNORM, "rmsnorm_rows", {"WG", "RPG"}, {1, 0}},
+    [CLF_K_ROPE] = {CLF_PROG_ROPE, "rope_rows", {"WG"}, {0}},
     [CLF_K_POSENC] = {CLF_PROG_POSENC, "embed_posenc", {"WG"}, {0}},
     [CLF_K_BIAS_ACT] = {CLF_PROG_ELEMENTWISE, "bias_act", {"WG"}, {0}},
     [CLF_K_ADD] = {CLF_PROG_ELEMENTWISE, "add", {"WG"}, {0}},
+    [CLF_K_GATED_ACT] = {CLF_PROG_ELEMENTWISE, "gated_act", {"WG"}, {0}},
     [CLF_K_ARGMAX] = {CLF_PROG_ELEMENTWISE, "argmax_rows", {"ARGMAX_WG"}, {1}},
     [CLF_K_LINEAR_ROWS] = {CLF_PROG_LINEAR, "linear_rows", {"SK_LW"}, {1}},
     [CLF_K_PACK_PANELS] = {CLF_PROG_LINEAR, "pack_panels", {NULL}, {0}},

@@ -24,7 +24,12 @@ typedef struct acase {
     int64_t offset;
     double qk_scale; /* magnitude of q and k entries */
     double rising;   /* > 0: scores also grow by this much per key (q_0 = 1, k_j0 ~ j) */
+    int64_t kvh;     /* K/V heads (grouped-query); 0: h */
 } acase;
+
+static int64_t kv_heads(const acase *c) {
+    return c->kvh ? c->kvh : c->h;
+}
 
 static float *random_floats(int64_t n, double mag) {
     float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
@@ -37,12 +42,12 @@ static float *random_floats(int64_t n, double mag) {
 static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qcol, const float *k,
                           int64_t wk, int64_t kcol, const float *v, int64_t wv, int64_t vcol,
                           double scale, const int64_t *lim, double *out, double *tol) {
-    const int64_t hd = c->h * c->dh;
+    const int64_t hd = c->h * c->dh, group = c->h / kv_heads(c);
     double *s = malloc(sizeof(double) * (size_t)c->nk);
     double vmax = 0;
     for (int64_t b = 0; b < c->b; b++)
         for (int64_t j = 0; j < c->nk; j++)
-            for (int64_t d = 0; d < hd; d++)
+            for (int64_t d = 0; d < kv_heads(c) * c->dh; d++)
                 vmax = fmax(vmax, fabs((double)v[(b * c->kmax + j) * wv + vcol + d]));
     for (int64_t b = 0; b < c->b; b++)
         for (int64_t h = 0; h < c->h; h++)
@@ -51,7 +56,7 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
                 const int64_t l = lim[b * c->nq + i];
                 double m = -INFINITY, sum = 0, smag = 0;
                 for (int64_t j = 0; j < l; j++) {
-                    const float *kr = k + (b * c->kmax + j) * wk + kcol + h * c->dh;
+                    const float *kr = k + (b * c->kmax + j) * wk + kcol + h / group * c->dh;
                     double dot = 0, mag = 0;
                     for (int64_t d = 0; d < c->dh; d++) {
                         dot += (double)qr[d] * (double)kr[d];
@@ -68,7 +73,7 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
                     double acc = 0;
                     for (int64_t j = 0; j < l; j++)
                         acc += exp(s[j] - m) / sum *
-                               (double)v[(b * c->kmax + j) * wv + vcol + h * c->dh + d];
+                               (double)v[(b * c->kmax + j) * wv + vcol + h / group * c->dh + d];
                     o[d] = l > 0 ? acc : 0.0;
                 }
                 tol[(b * c->nq + i) * c->h + h] =
@@ -80,22 +85,22 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
 }
 
 static void run_case(const acase *c, int naive) {
-    const int64_t hd = c->h * c->dh;
+    const int64_t hd = c->h * c->dh, kvd = kv_heads(c) * c->dh;
     int64_t wq, wk, wv, qcol, kcol, vcol;
     float *q, *k, *v;
-    if (c->fused) {
-        wq = wk = wv = 3 * hd;
+    if (c->fused) { /* (B, N, H Dh + 2 KVH Dh), as Llama's q, k, v projections concatenated */
+        wq = wk = wv = hd + 2 * kvd;
         qcol = 0;
         kcol = hd;
-        vcol = 2 * hd;
-        q = k = v = random_floats(c->b * c->kmax * 3 * hd, c->qk_scale);
+        vcol = hd + kvd;
+        q = k = v = random_floats(c->b * c->kmax * wq, c->qk_scale);
         for (int64_t i = 0; i < c->b * c->kmax; i++) /* keep v in [-1, 1] */
-            for (int64_t d = 0; d < hd; d++)
-                v[i * 3 * hd + 2 * hd + d] = (float)rng_uniform(-1, 1);
+            for (int64_t d = 0; d < kvd; d++)
+                v[i * wq + vcol + d] = (float)rng_uniform(-1, 1);
     } else {
         wq = hd + 3; /* rows wider than the heads: columns offset inside */
-        wk = hd + 1;
-        wv = hd + 2;
+        wk = kvd + 1;
+        wv = kvd + 2;
         qcol = 2;
         kcol = 1;
         vcol = 0;
@@ -106,7 +111,7 @@ static void run_case(const acase *c, int naive) {
             for (int64_t h = 0; h < c->h; h++) {
                 for (int64_t r = 0; r < c->b * c->nq; r++)
                     q[r * wq + qcol + h * c->dh] = 1.0f;
-                for (int64_t r = 0; r < c->b * c->kmax; r++)
+                for (int64_t r = 0; r < c->b * c->kmax && h < kv_heads(c); r++)
                     k[r * wk + kcol + h * c->dh] =
                         (float)(c->rising * (double)(r % c->kmax) * sqrt((double)c->dh));
             }
@@ -129,7 +134,7 @@ static void run_case(const acase *c, int naive) {
 
     clf_tensor *tq, *tk, *tv, *tl = NULL;
     if (c->fused) {
-        int64_t s[3] = {c->b, c->kmax, 3 * hd};
+        int64_t s[3] = {c->b, c->kmax, wq};
         tq = tk = tv = tensor_from(CLF_F32, 3, s, q);
     } else {
         int64_t sq[3] = {c->b, c->nq, wq}, sk[3] = {c->b, c->kmax, wk}, sv[3] = {c->b, c->kmax, wv};
@@ -144,6 +149,7 @@ static void run_case(const acase *c, int naive) {
     int64_t so[3] = {c->b, c->nq, hd};
     clf_tensor *out = tensor_poisoned(CLF_F32, 3, so);
     clf_attention_params d = clf_attention_default_params(c->h, c->dh);
+    d.kv_heads = c->kvh;
     d.q_col = qcol;
     d.k_col = kcol;
     d.v_col = vcol;
@@ -159,12 +165,12 @@ static void run_case(const acase *c, int naive) {
             const double w = want[r * hd + x], t = tol[r * c->h + x / c->dh];
             const double g = got[r * hd + x];
             if (!(fabs(g - w) <= t))
-                fail_msg("%s B%lld H%lld Nq%lld Nk%lld Dh%lld lens%d causal%d off%lld fused%d: "
-                         "row %lld col %lld got %.9g want %.9g (tol %.3g)",
+                fail_msg("%s B%lld H%lld KVH%lld Nq%lld Nk%lld Dh%lld lens%d causal%d off%lld "
+                         "fused%d: row %lld col %lld got %.9g want %.9g (tol %.3g)",
                          naive ? "naive" : "tiled", (long long)c->b, (long long)c->h,
-                         (long long)c->nq, (long long)c->nk, (long long)c->dh, c->lens_mode,
-                         c->causal, (long long)c->offset, c->fused, (long long)r, (long long)x, g,
-                         w, t);
+                         (long long)kv_heads(c), (long long)c->nq, (long long)c->nk,
+                         (long long)c->dh, c->lens_mode, c->causal, (long long)c->offset, c->fused,
+                         (long long)r, (long long)x, g, w, t);
         }
     free(got);
     clf_tensor_free(out);
@@ -185,11 +191,20 @@ static void run_case(const acase *c, int naive) {
 
 static const acase k_cases[] = {
     /* b, h, nq, nk, dh, kmax, fused, lens, causal, offset, qk */
-    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0},       {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1, 0},
-    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1, 0},  {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1, 0},
-    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1, 0},   {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1, 0},
-    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1, 0},   {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1, 0},
-    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1, 0}, {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2, 0},
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0},
+    {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1, 0, 0},
+    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1, 0, 0},
+    {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1, 0, 0},
+    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1, 0, 0},
+    {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1, 0, 0},
+    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1, 0, 0},
+    {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1, 0, 0},
+    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1, 0, 0},
+    {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2, 0, 0},
+    /* grouped-query (8 heads on 2 K/V heads; 6 on 3, fused as Llama's QKV) and multi-query */
+    {2, 8, 11, 23, 16, 23, 0, 1, 1, 12, 1, 0, 2},
+    {1, 6, 19, 19, 24, 19, 1, 0, 1, 0, 1, 0, 3},
+    {2, 4, 7, 40, 32, 45, 0, 2, 0, 0, 1, 0, 1},
 };
 
 static void run_all(int naive) {
@@ -235,10 +250,10 @@ static void test_split_decode(void **state) {
     rng_seed(63);
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 16));
     const acase cases[] = {
-        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0},
-        {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0},
-        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0},
-        {2, 6, 1, 50, 16, 64, 0, 1, 0, 0, 1, 0},
+        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0, 0}, {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0, 0},
+        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0, 0}, {2, 6, 1, 50, 16, 64, 0, 1, 0, 0, 1, 0, 0},
+        {2, 6, 1, 70, 32, 70, 0, 1, 0, 0, 1, 0, 2},  /* grouped-query decoding: 3 per K/V head */
+        {1, 6, 2, 45, 16, 48, 0, 2, 1, 43, 1, 0, 1}, /* multi-query */
     };
     const int64_t maxhg[3] = {8, 4, 1}; /* 6 heads: 6, 3 and 1 per work-item */
     for (int h = 0; h < 3; h++) {
@@ -257,8 +272,8 @@ static void test_long_keys(void **state) {
     (void)state;
     rng_seed(64);
     const acase cases[] = {
-        {1, 2, 5, 1500, 64, 1500, 0, 0, 1, 1495, 1, 0},
-        {1, 2, 1, 1500, 64, 1500, 0, 1, 0, 0, 1, 0},
+        {1, 2, 5, 1500, 64, 1500, 0, 0, 1, 1495, 1, 0, 0},
+        {1, 2, 1, 1500, 64, 1500, 0, 1, 0, 0, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(&cases[i], 0);
@@ -269,8 +284,8 @@ static void test_extreme_logits(void **state) {
     (void)state;
     rng_seed(64);
     const acase cases[] = {
-        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0, 0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
-        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0, 0},
+        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0, 0, 0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
+        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         run_case(&cases[i], 0);
@@ -284,8 +299,8 @@ static void test_rising_scores(void **state) {
     (void)state;
     rng_seed(66);
     const acase cases[] = {
-        {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0},
-        {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0},
+        {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0, 0},
+        {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0, 0},
     };
     for (int st = 0; st < 3; st++) {
         use_attention_style(st);
@@ -367,6 +382,22 @@ static void test_bad_input(void **state) {
     d.k_col = 1; /* 1 + 32 > 32 */
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "do not fit"));
+    d.k_col = 0;
+    d.kv_heads = 3; /* does not divide 4 */
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "kv_heads"));
+    d.kv_heads = -1;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
+    d.kv_heads = 2; /* K/V of 2 heads from column 24: 24 + 16 > 32 */
+    d.k_col = 24;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
+    d.k_col = 16; /* fits with 2 K/V heads (16 + 16 <= 32), not with 4 */
+    d.v_col = 16;
+    clf_tensor *ok_out = tensor_poisoned(CLF_F32, 3, s);
+    CLF_OK(clf_attention(g_ctx, q, q, q, ok_out, &d));
+    clf_tensor_free(ok_out);
+    d.kv_heads = 0;
+    assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_SHAPE_MISMATCH);
     d = clf_attention_default_params(1, 300);
     assert_int_equal(clf_attention(g_ctx, q, q, q, out, &d), CLF_ERROR_INVALID_ARGUMENT);
     d = clf_attention_default_params(4, 8);

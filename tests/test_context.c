@@ -313,10 +313,14 @@ static void test_warmup_covers_calls(void **state) {
     CLF_OK(clf_tensor_fill(ids, 1));
     CLF_OK(clf_softmax(c, x, x, NULL));
     CLF_OK(clf_layernorm(c, x, NULL, g, b, 1e-5f, x));
+    CLF_OK(clf_rmsnorm(c, x, x, g, 1e-5f, NULL, x));
+    clf_rope_params rp = clf_rope_default_params(2, 16);
+    CLF_OK(clf_rope(c, x, &rp));
     CLF_OK(clf_posenc_add(c, x, 0, x));
     CLF_OK(clf_embedding(c, ids, w, 1.0f, 0, 0, x));
     CLF_OK(clf_bias_act(c, y, bias, CLF_ACT_GELU_ERF, y));
     CLF_OK(clf_add(c, x, x, x));
+    CLF_OK(clf_gated_act(c, x, x, CLF_ACT_SILU, x));
     CLF_OK(clf_argmax(c, x, am));
     CLF_OK(clf_linear(c, x, w, bias, CLF_ACT_RELU, y)); /* 4 rows: linear_rows */
     CLF_OK(clf__linear_pack(c, w, &p));

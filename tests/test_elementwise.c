@@ -1,10 +1,13 @@
 /*
- * test_elementwise.c — bias + activation and residual add against the double reference.
+ * test_elementwise.c — bias + activation, the gated activation (SwiGLU) and residual add against
+ * the double reference.
  *
  * Error bound: |err| <= 1e-7 + 2^-21 * (|want| + |x + bias|). The add rounds once (1/2 ulp); the
  * erf error (builtin <= 16 ulp; polynomial <= 1.5e-7 absolute plus rounding) enters multiplied
  * by 0.5 |x|, so it is bounded relative to |x + bias| rather than to the (possibly tiny) result;
- * GELU (tanh) as x / (1 + e^(-2u)) is within a few ulp of the result.
+ * GELU (tanh) as x / (1 + e^(-2u)) and SiLU as x / (1 + e^(-x)) are within a few ulp of the
+ * result. The gated activation multiplies that by up (one more rounding): the bound scales by
+ * |up|.
  */
 #include "harness.h"
 #include "ref/ref.h"
@@ -39,7 +42,7 @@ static void test_bias_act(void **state) {
             for (int64_t i = 0; i < n; i++)
                 b[i] = (float)rng_uniform(-1, 1);
             clf_tensor *tb = tensor_from(CLF_F32, 1, &n, b);
-            for (int act = 0; act <= 3; act++) {
+            for (int act = 0; act <= CLF_ACT_SILU; act++) {
                 const int with_bias = (act + (int)li) % 2 == 0;
                 const int inplace = (act + s) % 2;
                 clf_tensor *tx = tensor_from(CLF_F32, ndim, shape, x);
@@ -121,7 +124,82 @@ static void test_bad_input(void **state) {
     clf_tensor_free(y);
 }
 
-/* A device that allows 1, 3 or 32 work-items per group. */
+/* act(gate) * up, with gate and up apart (out new, or in place on either) and fused as the two
+ * halves of one (..., 2F) row, every activation, rows of awkward widths. */
+static void test_gated_act(void **state) {
+    (void)state;
+    rng_seed(43);
+    const int64_t vws[3] = {16, 4, 1}, wgs[3] = {64, 256, 5};
+    for (int s = 0; s < 3; s++) {
+        use_tunables("elementwise", vws[s], wgs[s], 0);
+        for (size_t li = 0; li < sizeof(k_lengths) / sizeof(k_lengths[0]); li++) {
+            const int64_t f = k_lengths[li], rows = rng_int(1, 5);
+            const int fused = (int)(li + (size_t)s) % 2;
+            const int64_t w = fused ? 2 * f : f;
+            float *g = malloc(sizeof(float) * (size_t)(rows * w)),
+                  *u = malloc(sizeof(float) * (size_t)(rows * f));
+            for (int64_t i = 0; i < rows * w; i++)
+                g[i] = (float)(rng_normal() * 3.0);
+            for (int64_t i = 0; i < rows * f; i++)
+                u[i] = (float)(rng_normal() * 2.0);
+            int64_t gs[2] = {rows, w}, fs[2] = {rows, f};
+            for (int act = 0; act <= CLF_ACT_SILU; act++) {
+                clf_tensor *tg = tensor_from(CLF_F32, 2, gs, g);
+                clf_tensor *tu = fused ? NULL : tensor_from(CLF_F32, 2, fs, u);
+                const int where = fused ? 0 : (act + s) % 3; /* 0 new, 1 on gate, 2 on up */
+                clf_tensor *out = where == 1   ? tg
+                                  : where == 2 ? tu
+                                               : tensor_poisoned(CLF_F32, 2, fs);
+                CLF_OK(clf_gated_act(g_ctx, tg, tu, (clf_activation)act, out));
+                float *got = tensor_to_host(out);
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t i = 0; i < f; i++) {
+                        const double v = g[r * w + i];
+                        const double up = fused ? g[r * w + f + i] : u[r * f + i];
+                        const double a = ref_act(v, act), want = a * up;
+                        const double tol =
+                            (1e-7 + 4.76837158203125e-7 * (fabs(a) + fabs(v))) * fabs(up) +
+                            5.9604644775390625e-8 * fabs(want);
+                        const double gt = got[r * f + i];
+                        if (!(fabs(gt - want) <= tol))
+                            fail_msg("gated_act act %d fused %d f %lld [%lld, %lld]: got %.9g "
+                                     "want %.9g",
+                                     act, fused, (long long)f, (long long)r, (long long)i, gt,
+                                     want);
+                    }
+                free(got);
+                if (out != tg && out != tu) clf_tensor_free(out);
+                clf_tensor_free(tg);
+                clf_tensor_free(tu);
+            }
+            free(g);
+            free(u);
+        }
+    }
+    /* Bad shapes and arguments change nothing. */
+    int64_t s4[2] = {2, 4}, s5[2] = {2, 5}, s2[2] = {2, 2}, s3[2] = {2, 3};
+    clf_tensor *a = tensor_poisoned(CLF_F32, 2, s4), *b = tensor_poisoned(CLF_F32, 2, s5),
+               *o2 = tensor_poisoned(CLF_F32, 2, s2), *o3 = tensor_poisoned(CLF_F32, 2, s3);
+    assert_int_equal(clf_gated_act(g_ctx, a, b, CLF_ACT_SILU, a), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_gated_act(g_ctx, a, a, CLF_ACT_SILU, b), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_gated_act(g_ctx, b, NULL, CLF_ACT_SILU, o2), CLF_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "even"));
+    assert_int_equal(clf_gated_act(g_ctx, a, NULL, CLF_ACT_SILU, o3), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_gated_act(g_ctx, a, NULL, CLF_ACT_SILU, a), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_gated_act(g_ctx, a, NULL, (clf_activation)9, o2),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_gated_act(g_ctx, NULL, NULL, CLF_ACT_SILU, o2),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    float *h = tensor_to_host(o2);
+    for (int i = 0; i < 4; i++)
+        assert_true(isnan(h[i]));
+    free(h);
+    clf_tensor_free(a);
+    clf_tensor_free(b);
+    clf_tensor_free(o2);
+    clf_tensor_free(o3);
+}
+
 /* Greedy decoding's argmax: random integer rows (ties: the first index), a row of -inf, work-items
  * per row 1 and 64, and bad shapes and dtypes. */
 static void test_argmax(void **state) {
@@ -170,6 +248,7 @@ static void test_argmax(void **state) {
 static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_bias_act, state);
     harness_under_wg_caps(test_add, state);
+    harness_under_wg_caps(test_gated_act, state);
     harness_under_wg_caps(test_argmax, state);
     harness_under_loop_budget(test_argmax, state, 100);
 }
@@ -177,8 +256,8 @@ static void test_wg_caps(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bias_act),  cmocka_unit_test(test_add),
-        cmocka_unit_test(test_argmax),    cmocka_unit_test(test_wg_caps),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_gated_act), cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_wg_caps),   cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("elementwise", tests);
 }

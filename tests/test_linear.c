@@ -31,7 +31,7 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
     clf_tensor *tp = NULL;
     if (g_packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
-    for (int act = 0; act <= 3; act++) {
+    for (int act = 0; act <= CLF_ACT_SILU; act++) {
         for (int with_bias = 0; with_bias <= 1; with_bias++) {
             clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
             if (g_packed)

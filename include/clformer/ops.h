@@ -44,6 +44,46 @@ CLF_API clf_status clf_layernorm(clf_context *ctx, const clf_tensor *x, const cl
                                  const clf_tensor *gamma, const clf_tensor *beta, float eps,
                                  clf_tensor *out);
 
+/* RMSNorm as Llama, Qwen2 and Mistral use it, with the pre-norm block's residual add fused:
+ *   z = x + residual (residual may be NULL: z = x);  out = z / sqrt(mean(z^2) + eps) * gamma
+ * over the last dimension n, gamma (n), eps > 0. sum, if not NULL, receives z (the updated
+ * residual stream). sum and out may be x or residual (in place); sum must not be out. */
+CLF_API clf_status clf_rmsnorm(clf_context *ctx, const clf_tensor *x, const clf_tensor *residual,
+                               const clf_tensor *gamma, float eps, clf_tensor *sum,
+                               clf_tensor *out);
+
+/* Rotary position embedding, in place on x (B, N, W) or (N, W): heads consecutive heads of
+ * head_dim floats from column col of each row. The first rotary_dim dims of each head rotate in
+ * pairs, pair i by the angle p * f_i (computed in fp32, as Hugging Face does), where p is the
+ * row's position and f_i = theta^(-2i / rotary_dim), or inv_freq[i] when given (the rope
+ * scalings, computed by the caller); the rest of each head is unchanged. A fused QKV projection
+ * (B, N, (H + 2 KVH) Dh) rotates its query and key heads in one call: col 0, heads H + KVH. */
+typedef enum {
+    CLF_ROPE_NEOX = 0,       /* half split, pairs (i, i + rotary_dim / 2): Llama, Qwen2, Mistral */
+    CLF_ROPE_INTERLEAVED = 1 /* pairs (2i, 2i + 1): GPT-J */
+} clf_rope_layout;
+
+typedef struct clf_rope_params {
+    int64_t heads;      /* heads to rotate, >= 1 */
+    int64_t head_dim;   /* Dh */
+    int64_t rotary_dim; /* dims rotated per head, even, <= Dh; 0: Dh */
+    int64_t col;        /* column of the first head */
+    clf_rope_layout layout;
+    float theta;                /* rope_theta, > 1 (Llama 2: 10000, Llama 3: 500000) */
+    const clf_tensor *inv_freq; /* optional F32 (rotary_dim / 2): f_i, overriding theta */
+    /* Positions: row n of each sequence is at pos_offset + n; or positions, I32: (B) each
+     * sequence's offset (batched decoding of sequences of different lengths), or (B, N) each
+     * row's position. Positions should be in 0 .. 2^24 (exact in float): pos_offset is checked,
+     * a positions tensor's values are not read back (each only sets an angle). */
+    int64_t pos_offset;
+    const clf_tensor *positions;
+} clf_rope_params;
+
+/* heads heads of head_dim from column 0, all dims rotated, NeoX layout, theta 10000, offset 0. */
+CLF_API clf_rope_params clf_rope_default_params(int64_t heads, int64_t head_dim);
+
+CLF_API clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *params);
+
 /* out = x + P[pos_offset + i] for x of shape (B, N, d) or (N, d), row i of each sequence, with
  * d2l's sinusoidal table P[p, 2j] = sin(p / 10000^(2j/d)), P[p, 2j+1] = cos(...), computed
  * in the kernel (any d, odd included). Positions must stay below 2^24 (exact in float). */
@@ -60,13 +100,21 @@ CLF_API clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const 
 typedef enum {
     CLF_ACT_IDENTITY = 0,
     CLF_ACT_RELU = 1,
-    CLF_ACT_GELU_ERF = 2, /* 0.5 x (1 + erf(x / sqrt 2)), PyTorch's default GELU */
-    CLF_ACT_GELU_TANH = 3 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    CLF_ACT_GELU_ERF = 2,  /* 0.5 x (1 + erf(x / sqrt 2)), PyTorch's default GELU */
+    CLF_ACT_GELU_TANH = 3, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's gelu_new */
+    CLF_ACT_SILU = 4       /* x / (1 + exp(-x)), Llama's FFN gate */
 } clf_activation;
 
 /* out = act(x + bias) with bias (n) broadcast over the rows of x (..., n); bias may be NULL. */
 CLF_API clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor *bias,
                                 clf_activation act, clf_tensor *out);
+
+/* The gated FFN's middle: out = act(gate) * up, elementwise (SwiGLU with CLF_ACT_SILU: Llama's
+ * down(silu(gate(x)) * up(x)) is clf_linear, clf_gated_act, clf_linear). gate and up (..., F),
+ * out (..., F); or up NULL and gate (..., 2F) holding gate then up in each row (one linear with
+ * the two weights stacked). out may be gate or up when all are (..., F). */
+CLF_API clf_status clf_gated_act(clf_context *ctx, const clf_tensor *gate, const clf_tensor *up,
+                                 clf_activation act, clf_tensor *out);
 
 /* out = a + b, all the same shape (the residual add). */
 CLF_API clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b,
@@ -189,6 +237,9 @@ CLF_API const char *clf_attention_tuning_source(const clf_context *ctx);
  * head h of a row of q is the Dh floats from column q_col + h * Dh (likewise k, v), so q, k and
  * v may be one fused QKV projection (B, N, 3 H Dh) with q_col 0, k_col H Dh, v_col 2 H Dh, and
  * k, v a KV cache of which the first nk rows are in use. out must not overlap q, k or v.
+ * Grouped-query (GQA) and multi-query (MQA, kv_heads 1) attention: k and v hold kv_heads heads
+ * of Dh (from k_col, v_col), and query head h reads K/V head h / (H / kv_heads), as Llama,
+ * Mistral and Qwen2 do.
  * Masks as clf_mask (valid lengths per batch or per query, causal with an offset for decoding
  * with a cache); a query that sees no key gets zeros.
  * The tiled path (default) never forms the Nq x Nk matrix: memory O(N * Dh); with few queries and
@@ -198,6 +249,7 @@ CLF_API const char *clf_attention_tuning_source(const clf_context *ctx);
  * the device's max allocation. */
 typedef struct clf_attention_params {
     int64_t heads;               /* H >= 1 */
+    int64_t kv_heads;            /* heads of k and v, dividing H; 0: H */
     int64_t head_dim;            /* Dh, 1 .. 256 */
     int64_t q_col, k_col, v_col; /* column of head 0 within a row of q, k, v */
     int64_t nk;                  /* keys in use; 0: all of k's dim 1 */
@@ -207,7 +259,8 @@ typedef struct clf_attention_params {
     clf_tensor *weights;         /* naive only, optional: (B, H, Nq, Nk) attention weights */
 } clf_attention_params;
 
-/* A description with H heads of Dh, no mask, columns 0, scale 1/sqrt(Dh), tiled. */
+/* A description with H heads of Dh (as many K/V heads), no mask, columns 0, scale 1/sqrt(Dh),
+ * tiled. */
 CLF_API clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_dim);
 
 CLF_API clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,

@@ -51,7 +51,7 @@ clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
                          (long long)d, (long long)c->num_heads);
     if (!(c->norm_eps > 0.0f))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: norm_eps must be > 0");
-    if (c->ffn_act < CLF_ACT_IDENTITY || c->ffn_act > CLF_ACT_GELU_TANH)
+    if (c->ffn_act < CLF_ACT_IDENTITY || c->ffn_act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown ffn_act");
     if (out->max_len >= (1 << 24))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: max_len must be < 2^24");

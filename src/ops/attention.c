@@ -18,7 +18,7 @@ clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_di
 
 /* Shapes and masks, all checked before anything is queued. */
 typedef struct att_shape {
-    int64_t batch, nq, nk, heads, dh, wq, wk, wv, kmax;
+    int64_t batch, nq, nk, heads, kv_heads, dh, wq, wk, wv, kmax;
     float scale;
     int lens_mode;
     cl_mem lens;
@@ -48,24 +48,29 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     s->kmax = k->shape[1];
     s->nk = d->nk ? d->nk : s->kmax;
     s->heads = d->heads;
+    s->kv_heads = d->kv_heads ? d->kv_heads : d->heads;
     s->dh = d->head_dim;
+    if (s->kv_heads < 1 || s->heads % s->kv_heads)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "attention: kv_heads = %lld must divide heads = %lld",
+                         (long long)d->kv_heads, (long long)d->heads);
     s->wq = q->shape[2];
     s->wk = k->shape[2];
     s->wv = v->shape[2];
-    const int64_t hd = s->heads * s->dh;
+    const int64_t hd = s->heads * s->dh, kvd = s->kv_heads * s->dh;
     bool ok = k->shape[0] == s->batch && v->shape[0] == s->batch && out->shape[0] == s->batch &&
               out->shape[1] == s->nq && out->shape[2] == hd && v->shape[1] >= s->nk && s->nk >= 1 &&
               s->nk <= s->kmax && d->q_col >= 0 && d->k_col >= 0 && d->v_col >= 0 &&
-              d->q_col + hd <= s->wq && d->k_col + hd <= s->wk && d->v_col + hd <= s->wv;
+              d->q_col + hd <= s->wq && d->k_col + kvd <= s->wk && d->v_col + kvd <= s->wv;
     if (!ok)
         return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                          "attention: q %s (col %lld), k %s (col %lld), v %s (col %lld), out %s do "
-                         "not fit %lld heads of %lld with %lld keys",
+                         "not fit %lld heads (%lld of K/V) of %lld with %lld keys",
                          clf__shape_str(q, a, sizeof(a)), (long long)d->q_col,
                          clf__shape_str(k, b, sizeof(b)), (long long)d->k_col,
                          clf__shape_str(v, c, sizeof(c)), (long long)d->v_col,
-                         clf__shape_str(out, e, sizeof(e)), (long long)s->heads, (long long)s->dh,
-                         (long long)s->nk);
+                         clf__shape_str(out, e, sizeof(e)), (long long)s->heads,
+                         (long long)s->kv_heads, (long long)s->dh, (long long)s->nk);
     if (out == q || out == k || out == v)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: out must not be q, k or v");
     const int64_t limits[] = {s->nq, s->kmax, s->wq, s->wk, s->wv, s->batch * s->heads};
@@ -94,7 +99,8 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                           size_t bq) {
     const int64_t nkp = (s->nk + vw - 1) / vw * vw;
     size_t bytes;
-    if (!clf__mul_size((size_t)(s->batch * s->heads * s->dh), (size_t)nkp * sizeof(float), &bytes))
+    if (!clf__mul_size((size_t)(s->batch * s->kv_heads * s->dh), (size_t)nkp * sizeof(float),
+                       &bytes))
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "attention: transposed keys overflow");
     cl_kernel ktr, kat;
     cl_mem kt;
@@ -104,6 +110,7 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
     if (st == CLF_SUCCESS) st = clf__scratch(ctx, bytes, &kt);
     if (st != CLF_SUCCESS) return st;
     cl_int nq = (cl_int)s->nq, nk = (cl_int)s->nk, c_nkp = (cl_int)nkp, heads = (cl_int)s->heads;
+    cl_int kv_heads = (cl_int)s->kv_heads, kv_group = (cl_int)(s->heads / s->kv_heads);
     cl_long qb = s->nq * s->wq, kb = s->kmax * s->wk, vb = s->kmax * s->wv;
     cl_int qr = (cl_int)s->wq, kr = (cl_int)s->wk, vr = (cl_int)s->wv;
     cl_int qc = (cl_int)d->q_col, kc = (cl_int)d->k_col, vc = (cl_int)d->v_col;
@@ -111,19 +118,19 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
     cl_long coff = d->mask.causal_offset;
     float scale = s->scale;
     st = clf__set_args(ctx, ktr, sizeof(cl_mem), &k->mem, sizeof(cl_mem), &kt, sizeof(cl_int), &nk,
-                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &kb,
+                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &kv_heads, sizeof(cl_long), &kb,
                        sizeof(cl_int), &kr, sizeof(cl_int), &kc, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t tg[2] = {clf__round_up((size_t)nkp, tl[0]), (size_t)(s->batch * s->heads)};
+    size_t tg[2] = {clf__round_up((size_t)nkp, tl[0]), (size_t)(s->batch * s->kv_heads)};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
         return st;
-    st = clf__set_args(ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem),
-                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
-                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
-                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &vb,
-                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
-                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
-                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, (size_t)0);
+    st = clf__set_args(
+        ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem), &v->mem,
+        sizeof(cl_mem), &out->mem, sizeof(cl_int), &nq, sizeof(cl_int), &nk, sizeof(cl_int), &c_nkp,
+        sizeof(cl_int), &heads, sizeof(cl_long), &qb, sizeof(cl_int), &qr, sizeof(cl_int), &qc,
+        sizeof(cl_long), &vb, sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
+        sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int),
+        &causal, sizeof(cl_long), &coff, sizeof(cl_int), &kv_group, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, local[0]),
                         (size_t)(s->batch * s->heads)};
@@ -197,15 +204,17 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     cl_int orow = (cl_int)(s->heads * s->dh), mode = s->lens_mode, causal = d->mask.causal ? 1 : 0;
     cl_long coff = d->mask.causal_offset;
     cl_int c_splits = (cl_int)splits, c_split_keys = (cl_int)split_keys;
+    cl_int kv_group = (cl_int)(s->heads / s->kv_heads);
     float scale = s->scale;
-    st = clf__set_args(
-        ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem), &v->mem,
-        sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
-        sizeof(cl_int), &heads, sizeof(cl_long), &qb, sizeof(cl_int), &qr, sizeof(cl_int), &qc,
-        sizeof(cl_long), &kb, sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
-        sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow, sizeof(float), &scale,
-        sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int), &causal, sizeof(cl_long),
-        &coff, sizeof(cl_int), &c_splits, sizeof(cl_int), &c_split_keys, (size_t)0);
+    st = clf__set_args(ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem),
+                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int),
+                       &nq, sizeof(cl_int), &nk, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
+                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &kb,
+                       sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
+                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
+                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
+                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, sizeof(cl_int), &c_splits,
+                       sizeof(cl_int), &c_split_keys, sizeof(cl_int), &kv_group, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[3] = {clf__round_up((size_t)s->nq, local[0]), (size_t)(s->batch * s->heads / hg),
                         (size_t)splits};
@@ -251,20 +260,30 @@ static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor 
         if ((st = clf_tensor_create(ctx, CLF_F32, 4, scores_shape, &tmp)) != CLF_SUCCESS) return st;
         w = tmp;
     }
-    const int64_t hd = s->heads * s->dh, per_b = s->heads * s->nq * s->nk;
-    /* Scores: per batch, H products (q_h * scale) k_h^T of (Nq, Dh) x (Dh, Nk). */
+    const int64_t hd = s->heads * s->dh, per_b = s->heads * s->nq * s->nk, nqk = s->nq * s->nk;
+    /* Per batch, one strided-batched GEMM over all H heads (a_stride Dh steps to the next head's
+     * columns); grouped-query: one per K/V head j, over its kv_group query heads, which all read
+     * the same K/V block (stride 0). */
+    const int64_t group = s->heads / s->kv_heads;
+    const int64_t calls = group == 1 ? 1 : s->kv_heads, per_call = group == 1 ? s->heads : group;
+    const int64_t kv_stride = group == 1 ? s->dh : 0;
+    /* Scores: (q_h * scale) k_j^T of (Nq, Dh) x (Dh, Nk). */
     for (int64_t b = 0; b < s->batch && st == CLF_SUCCESS; b++)
-        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, s->nq, s->nk, s->dh, s->scale,
-                                      q, b * s->nq * s->wq + d->q_col, s->wq, s->dh, k,
-                                      b * s->kmax * s->wk + d->k_col, s->wk, s->dh, 0.0f, w,
-                                      b * per_b, s->nk, s->nq * s->nk, s->heads);
+        for (int64_t j = 0; j < calls && st == CLF_SUCCESS; j++)
+            st = clf_gemm_strided_batched(
+                ctx, CLF_NO_TRANS, CLF_TRANS, s->nq, s->nk, s->dh, s->scale, q,
+                b * s->nq * s->wq + d->q_col + j * per_call * s->dh, s->wq, s->dh, k,
+                b * s->kmax * s->wk + d->k_col + j * s->dh, s->wk, kv_stride, 0.0f, w,
+                b * per_b + j * per_call * nqk, s->nk, nqk, per_call);
     if (st == CLF_SUCCESS) st = clf_softmax(ctx, w, w, &d->mask);
-    /* Out: per batch, H products P_h v_h of (Nq, Nk) x (Nk, Dh) into columns h * Dh. */
+    /* Out: P_h v_j of (Nq, Nk) x (Nk, Dh) into columns h * Dh. */
     for (int64_t b = 0; b < s->batch && st == CLF_SUCCESS; b++)
-        st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, s->nq, s->dh, s->nk, 1.0f, w,
-                                      b * per_b, s->nk, s->nq * s->nk, v,
-                                      b * s->kmax * s->wv + d->v_col, s->wv, s->dh, 0.0f, out,
-                                      b * s->nq * hd, hd, s->dh, s->heads);
+        for (int64_t j = 0; j < calls && st == CLF_SUCCESS; j++)
+            st = clf_gemm_strided_batched(
+                ctx, CLF_NO_TRANS, CLF_NO_TRANS, s->nq, s->dh, s->nk, 1.0f, w,
+                b * per_b + j * per_call * nqk, s->nk, nqk, v,
+                b * s->kmax * s->wv + d->v_col + j * s->dh, s->wv, kv_stride, 0.0f, out,
+                b * s->nq * hd + j * per_call * s->dh, hd, s->dh, per_call);
     clf_tensor_free(tmp); /* released after the queued GEMM that reads it has run */
     return st;
 }

@@ -61,7 +61,7 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
                          clf__shape_str(x, sx, sizeof(sx)), clf__shape_str(w, sw, sizeof(sw)),
                          bias ? (long long)bias->numel : 0LL, clf__shape_str(y, sy, sizeof(sy)));
     if (y == x) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
-    if (act < CLF_ACT_IDENTITY || act > CLF_ACT_GELU_TANH)
+    if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
     if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX))

@@ -62,6 +62,8 @@ double ref_act(double v, int act) {
         return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
     case 3:
         return 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case 4:
+        return v / (1.0 + exp(-v));
     default:
         return v;
     }
@@ -83,4 +85,20 @@ void ref_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, con
             c[i * ldc + j] = alpha * s + beta * prev;
             if (mag) mag[i * ldc + j] = fabs(alpha) * g + fabs(beta * prev);
         }
+}
+
+void ref_rmsnorm(const float *x, const float *res, const float *gamma, double eps, double *y,
+                 int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            double z = (double)x[r * n + i] + (res ? (double)res[r * n + i] : 0.0);
+            ss += z * z;
+        }
+        const double rstd = 1.0 / sqrt(ss / (double)n + eps);
+        for (int64_t i = 0; i < n; i++) {
+            double z = (double)x[r * n + i] + (res ? (double)res[r * n + i] : 0.0);
+            y[r * n + i] = z * rstd * (double)gamma[i];
+        }
+    }
 }

@@ -19,10 +19,14 @@ void ref_mask_limits(int64_t rows, int64_t n, int64_t batch, int64_t nq, const i
 void ref_layernorm(const float *x, const float *res, const float *gamma, const float *beta,
                    double eps, double *y, int64_t rows, int64_t n);
 
+/* RMSNorm of x (+ res if res != NULL) over rows of n: z / sqrt(mean(z^2) + eps) * gamma. */
+void ref_rmsnorm(const float *x, const float *res, const float *gamma, double eps, double *y,
+                 int64_t rows, int64_t n);
+
 /* The seeds' sinusoidal table entry P[pos, col] for width d. */
 double ref_posenc(int64_t pos, int64_t col, int64_t d);
 
-/* act(x + bias), act as clf_activation (0 identity, 1 relu, 2 gelu erf, 3 gelu tanh). */
+/* act(x + bias), act as clf_activation (0 identity, 1 relu, 2 gelu erf, 3 gelu tanh, 4 silu). */
 double ref_act(double v, int act);
 
 /* C = alpha op(A) op(B) + beta C for one row-major matrix each (lda, ldb, ldc row strides);

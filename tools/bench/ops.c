@@ -125,6 +125,32 @@ static op_size setup_add_layernorm(clf_context *ctx, size_t bytes, op_args *a, i
     z.bytes += (double)(z.shape[0] * z.shape[1]) * 4;
     return z;
 }
+/* The pre-norm block's RMSNorm: reads x and the residual stream, writes the stream (in place) and
+ * the normalized rows. */
+static op_size setup_add_rmsnorm(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
+    op_size z = norm_xy(ctx, bytes, a, bad);
+    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    z.bytes = 4.0 * (double)(z.shape[0] * z.shape[1]) * 4 + (double)z.shape[1] * 4;
+    return z;
+}
+/* RoPE in place on (rows, 1024): 16 heads of 64 (a Llama-style fused Q and K), read and written. */
+static op_size setup_rope(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
+    const int tiny = bytes == 0;
+    const int64_t n = tiny ? 40 : 1024, rows = tiny ? 3 : rows_for(bytes, n, 4096);
+    op_size z = {2, {rows, n, 0}, 2.0 * (double)(rows * n) * 4};
+    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    return z;
+}
+/* SwiGLU's middle on a fused (rows, 2F) gate/up, F = 1024: reads 2F, writes F per row. */
+static op_size setup_swiglu(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
+    const int tiny = bytes == 0;
+    const int64_t f = tiny ? 37 : 1024, rows = tiny ? 3 : rows_for(bytes, f, 4096);
+    int64_t gs[2] = {rows, 2 * f};
+    op_size z = {2, {rows, f, 0}, 3.0 * (double)(rows * f) * 4};
+    a->x = make(ctx, CLF_F32, 2, gs, 0.5, bad);
+    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    return z;
+}
 static op_size setup_posenc(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = seq_shape(bytes);
     a->x = make(ctx, CLF_F32, 3, z.shape, 0.5, bad);
@@ -151,6 +177,19 @@ static clf_status run_layernorm(clf_context *ctx, op_args *a) {
 static clf_status run_add_layernorm(clf_context *ctx, op_args *a) {
     return clf_layernorm(ctx, a->x, a->res, a->gamma, a->beta, 1e-5f, a->y);
 }
+static clf_status run_add_rmsnorm(clf_context *ctx, op_args *a) {
+    return clf_rmsnorm(ctx, a->x, a->res, a->gamma, 1e-6f, a->res, a->y);
+}
+static clf_status run_rope(clf_context *ctx, op_args *a) {
+    const int64_t dh = clf_tensor_dim(a->x, 1) == 40 ? 8 : 64;
+    clf_rope_params p = clf_rope_default_params(clf_tensor_dim(a->x, 1) / dh, dh);
+    p.theta = 500000.0f;
+    p.pos_offset = 7;
+    return clf_rope(ctx, a->x, &p);
+}
+static clf_status run_swiglu(clf_context *ctx, op_args *a) {
+    return clf_gated_act(ctx, a->x, NULL, CLF_ACT_SILU, a->y);
+}
 static clf_status run_posenc(clf_context *ctx, op_args *a) {
     return clf_posenc_add(ctx, a->x, 0, a->y);
 }
@@ -175,9 +214,12 @@ static const op_row k_ops[] = {
     {"softmax", setup_softmax, run_softmax, 5},
     {"layernorm", setup_layernorm, run_layernorm, 8},
     {"add_layernorm", setup_add_layernorm, run_add_layernorm, 11},
+    {"add_rmsnorm", setup_add_rmsnorm, run_add_rmsnorm, 5},
+    {"rope", setup_rope, run_rope, 3},
     {"posenc", setup_posenc, run_posenc, 5},
     {"embedding_posenc", setup_embedding, run_embedding, 6},
     {"bias_gelu", setup_bias_gelu, run_bias_gelu, 20},
+    {"swiglu", setup_swiglu, run_swiglu, 6},
     {"add", setup_add, run_add, 1},
 };
 
@@ -300,23 +342,25 @@ void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
     }
 }
 
-/* One attention call on (B, H, Nq, Nk, Dh); returns 0 and fills res, or 1 on error. A naive call
- * whose score matrix does not fit is recorded with ms = 0 and a note. */
+/* One attention call on (B, H, Nq, Nk, Dh) with kvh K/V heads (grouped-query when < H); returns
+ * 0 and fills res, or 1 on error. A naive call whose score matrix does not fit is recorded with
+ * ms = 0 and a note. */
 static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, int naive,
-                         int64_t b, int64_t h, int64_t nq, int64_t nk, int64_t dh,
+                         int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t dh,
                          bench_results *r) {
     bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
                    (long long)nq, (long long)nk, (long long)dh);
     const int64_t sh[5] = {b, h, nq, nk, dh};
     bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "memory" : "compute");
     const double flops = 4.0 * (double)(b * h * nq * nk * dh);
-    const double io = 4.0 * (double)(2 * b * nq * h * dh + 2 * b * nk * h * dh);
+    const double io = 4.0 * (double)(2 * b * nq * h * dh + 2 * b * nk * kvh * dh);
     int bad = 0;
-    int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, h * dh};
+    int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, kvh * dh};
     clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad),
                *k = make(ctx, CLF_F32, 3, sk, 0.02, &bad);
     clf_tensor *v = make(ctx, CLF_F32, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
     clf_attention_params d = clf_attention_default_params(h, dh);
+    d.kv_heads = kvh;
     d.naive = naive;
     res.mem_bytes = io + (naive ? 4.0 * (double)(b * h * nq * nk) : 0.0);
     clf_status st = bad ? CLF_ERROR_INTERNAL : clf_attention(ctx, q, k, v, out, &d);
@@ -354,6 +398,11 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
     if (!naive && nq > 1 && clf_attention_tiles(ctx, dh, &qb, &bq, &tuned) == CLF_SUCCESS)
         snprintf(res.note, sizeof(res.note), "tiles QB %lld BQ %lld (%s)", (long long)qb,
                  (long long)bq, tuned ? "tuned" : "defaults");
+    if (kvh != h) {
+        const size_t used = strlen(res.note);
+        snprintf(res.note + used, sizeof(res.note) - used, "%skv_heads %lld", used ? "; " : "",
+                 (long long)kvh);
+    }
     return bench_add_result(r, &res);
 }
 
@@ -364,13 +413,19 @@ int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r)
         const char *op = naive ? "attention_naive" : "attention_tiled";
         if (!bench_op_selected(o, op)) continue;
         for (size_t i = 0; i < n_ns; i++)
-            if (attention_one(ctx, o, op, naive, 1, 8, ns[i], ns[i], 64, r)) return 1;
-        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 16384, 16384, 64, r)) return 1;
+            if (attention_one(ctx, o, op, naive, 1, 8, 8, ns[i], ns[i], 64, r)) return 1;
+        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 8, 16384, 16384, 64, r)) return 1;
     }
     if (bench_op_selected(o, "attention_decode")) {
         const int64_t nks[] = {512, 4096, 16384};
         for (size_t i = 0; i < 3; i++)
-            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 1, nks[i], 64, r)) return 1;
+            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 8, 1, nks[i], 64, r)) return 1;
+    }
+    /* Grouped-query, Llama 3's 32 query heads on 8 K/V heads of 64: a prefill and a decode step
+     * (the decode reads a quarter of the K/V bytes of 32 full heads). */
+    if (bench_op_selected(o, "attention_gqa")) {
+        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1024, 1024, 64, r)) return 1;
+        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1, 4096, 64, r)) return 1;
     }
     return 0;
 }

@@ -1,0 +1,92 @@
+/*
+ * rope.cl — rotary position embedding (RoPE), in place, on `heads` consecutive heads of DH floats
+ * from column col of each row of x (B, N, W): the query heads and then the key heads of a fused
+ * QKV projection are one run of heads, so one launch rotates both.
+ *
+ * Dims 0 .. rd - 1 of each head rotate in pairs, pair i by the angle p * f_i, where p is the row's
+ * position and f_i = theta^(-2i / rd) = exp2(i * freq_log2), freq_log2 = -2 log2(theta) / rd from
+ * the host in double (or inv_freq[i], for the rope scalings the host computes):
+ *   layout 0 (NeoX, half split: Llama, Qwen2, Mistral): pair (i, i + rd/2);
+ *   layout 1 (interleaved: GPT-J):                       pair (2i, 2i + 1);
+ *   (a, b) -> (a cos - b sin, b cos + a sin). Dims rd .. DH - 1 stay as they are.
+ * The angle is the fp32 product p * f_i, as Hugging Face computes it, then one sincos.
+ *
+ * A work-item takes VW consecutive pairs of one row: their sin and cos come from one vector
+ * sincos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and serve every head of the row.
+ * The last chunk of a row, if shorter than VW, goes pair by pair.
+ *
+ * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
+ * sequence's offset; 2: positions (B, N) gives every row's position.
+ *
+ * Tunables: VW (pairs per work-item), WG (work-group size, chosen by the host).
+ */
+#ifndef VW
+#define VW 8 /* pairs per work-item */
+#endif
+#ifndef WG
+#define WG 64 /* work-group size */
+#endif
+
+inline void rope_pair(__global float *a, __global float *b, float c, float s) {
+    const float x = *a, y = *b;
+    *a = x * c - y * s;
+    *b = y * c + x * s;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+rope_rows(__global float *x,                /* (B, N, W), rotated in place */
+          const long rows, const int n_seq, /* rows = B * N; N rows per sequence */
+          const int w, const int col, const int heads, const int dh, const int rd, const int layout,
+          const float freq_log2,          /* f_i = exp2(i * freq_log2) */
+          const __global float *inv_freq, /* (rd / 2); unused unless has_freq */
+          const int has_freq, const __global int *positions, const int pos_mode,
+          const long pos_offset) {
+    const int npairs = rd / 2;
+    const int cpr = (npairs + VW - 1) / VW; /* chunks of VW pairs per row */
+    const long gid = get_global_id(0);
+    const long row = gid / cpr;
+    if (row >= rows) return;
+    const int i0 = (int)(gid - row * cpr) * VW;
+    const long b = row / n_seq, n = row - b * n_seq;
+    const long pos = pos_mode == 2   ? (long)positions[row]
+                     : pos_mode == 1 ? (long)positions[b] + n
+                                     : pos_offset + n;
+    const float p = (float)pos;
+    __global float *xr = x + row * (long)w + col;
+    const int na = min(VW, npairs - i0); /* pairs of this chunk */
+    float cs[VW], sn[VW];
+    if (na == VW) {
+        floatV f;
+        if (has_freq)
+            f = VLOAD(0, inv_freq + i0);
+        else
+            f = exp2(convert_floatV(IOTA + i0) * freq_log2);
+        floatV c;
+        const floatV s = sincos(p * f, &c);
+        PRIV_VSTORE(c, cs);
+        PRIV_VSTORE(s, sn);
+    } else {
+        for (int j = 0; j < na; j++) {
+            const int i = i0 + j;
+            const float f = has_freq ? inv_freq[i] : exp2((float)i * freq_log2);
+            sn[j] = sincos(p * f, &cs[j]);
+        }
+    }
+    for (int h = 0; h < heads; h++) {
+        __global float *hr = xr + h * dh;
+        if (layout == 0) {
+            if (na == VW) { /* vector loads of both halves */
+                const floatV a = VLOAD(0, hr + i0), bb = VLOAD(0, hr + npairs + i0);
+                const floatV c = PRIV_VLOAD(cs), s = PRIV_VLOAD(sn);
+                VSTORE(a * c - bb * s, 0, hr + i0);
+                VSTORE(bb * c + a * s, 0, hr + npairs + i0);
+            } else {
+                for (int j = 0; j < na; j++)
+                    rope_pair(hr + i0 + j, hr + npairs + i0 + j, cs[j], sn[j]);
+            }
+        } else {
+            for (int j = 0; j < na; j++)
+                rope_pair(hr + 2 * (i0 + j), hr + 2 * (i0 + j) + 1, cs[j], sn[j]);
+        }
+    }
+}

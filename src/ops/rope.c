@@ -1,0 +1,111 @@
+/*
+ * rope.c — host side of kernels/rope.cl: rotary position embedding in place.
+ */
+#include "../internal.h"
+
+#include <math.h>
+#include <string.h>
+
+clf_rope_params clf_rope_default_params(int64_t heads, int64_t head_dim) {
+    clf_rope_params p;
+    memset(&p, 0, sizeof(p));
+    p.heads = heads;
+    p.head_dim = head_dim;
+    p.layout = CLF_ROPE_NEOX;
+    p.theta = 10000.0f;
+    return p;
+}
+
+/* Positions as the kernel reads them (pos_mode 0: pos_offset; 1: (B) offsets; 2: (B, N)). */
+static clf_status check_positions(clf_context *ctx, const clf_rope_params *p, int64_t batch,
+                                  int64_t n, cl_mem fallback, cl_int *mode, cl_mem *mem) {
+    *mode = 0;
+    *mem = fallback; /* a valid buffer the kernel never reads in mode 0 */
+    const clf_tensor *t = p->positions;
+    if (!t) {
+        if (p->pos_offset < 0 || p->pos_offset + n > (1 << 24))
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "rope: positions %lld .. %lld must lie in 0 .. 2^24",
+                             (long long)p->pos_offset, (long long)(p->pos_offset + n - 1));
+        return CLF_SUCCESS;
+    }
+    clf_status st = clf__check_tensor(ctx, t, "positions", CLF_I32);
+    if (st != CLF_SUCCESS) return st;
+    if (!((t->ndim == 1 && t->shape[0] == batch) ||
+          (t->ndim == 2 && t->shape[0] == batch && t->shape[1] == n))) {
+        char a[96];
+        return clf__fail(
+            ctx, CLF_ERROR_SHAPE_MISMATCH, "rope: positions %s must be (%lld) or (%lld, %lld)",
+            clf__shape_str(t, a, sizeof(a)), (long long)batch, (long long)batch, (long long)n);
+    }
+    *mode = (cl_int)t->ndim;
+    *mem = t->mem;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
+    if (st != CLF_SUCCESS) return st;
+    if (!p) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "rope: params is NULL");
+    char a[96];
+    if (x->ndim != 2 && x->ndim != 3)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "rope: x %s must be (B, N, W) or (N, W)",
+                         clf__shape_str(x, a, sizeof(a)));
+    const int64_t rd = p->rotary_dim ? p->rotary_dim : p->head_dim;
+    if (p->heads < 1 || p->head_dim < 2 || rd < 2 || rd % 2 || rd > p->head_dim)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "rope: heads = %lld must be >= 1, head_dim = %lld >= 2, and rotary_dim = "
+                         "%lld even, >= 2 and <= head_dim",
+                         (long long)p->heads, (long long)p->head_dim, (long long)p->rotary_dim);
+    if (p->layout != CLF_ROPE_NEOX && p->layout != CLF_ROPE_INTERLEAVED)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "rope: unknown layout %d",
+                         (int)p->layout);
+    const int64_t batch = x->ndim == 3 ? x->shape[0] : 1, n = x->shape[x->ndim - 2],
+                  w = x->shape[x->ndim - 1];
+    if (p->col < 0 || p->heads > (w - p->col) / p->head_dim)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "rope: %lld heads of %lld from column %lld do not fit rows of x %s",
+                         (long long)p->heads, (long long)p->head_dim, (long long)p->col,
+                         clf__shape_str(x, a, sizeof(a)));
+    if (p->inv_freq) {
+        if ((st = clf__check_tensor(ctx, p->inv_freq, "inv_freq", CLF_F32)) != CLF_SUCCESS)
+            return st;
+        if (p->inv_freq->numel != rd / 2)
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "rope: inv_freq %s must have rotary_dim / 2 = %lld elements",
+                             clf__shape_str(p->inv_freq, a, sizeof(a)), (long long)(rd / 2));
+    } else if (!(p->theta > 1.0f) || !isfinite(p->theta)) {
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "rope: theta = %g must be > 1 and finite",
+                         (double)p->theta);
+    }
+    cl_int mode;
+    cl_mem pos;
+    if ((st = check_positions(ctx, p, batch, n, x->mem, &mode, &pos)) != CLF_SUCCESS) return st;
+    if ((st = clf__check_int(ctx, w, "rope row width")) != CLF_SUCCESS) return st;
+
+    cl_kernel k;
+    size_t wg = (size_t)clf__tun(ctx, CLF_T_ROPE_WG);
+    if ((st = clf__kernel_fit(ctx, CLF_K_ROPE, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
+    const int64_t vw = clf__tun(ctx, CLF_T_ROPE_VW), rows = batch * n;
+    size_t items;
+    if (!clf__mul_size((size_t)rows, (size_t)((rd / 2 + vw - 1) / vw), &items))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "rope: too many work-items");
+    cl_long c_rows = rows, c_off = p->pos_offset;
+    cl_int c_n = (cl_int)n, c_w = (cl_int)w, c_col = (cl_int)p->col, c_heads = (cl_int)p->heads,
+           c_dh = (cl_int)p->head_dim, c_rd = (cl_int)rd, layout = (cl_int)p->layout,
+           has_freq = p->inv_freq ? 1 : 0;
+    /* f_i = exp2(i * freq_log2), the exponent in double, rounded once. */
+    float freq_log2 = p->inv_freq ? 0.0f : (float)(-2.0 * log2((double)p->theta) / (double)rd);
+    cl_mem fm = p->inv_freq ? p->inv_freq->mem : x->mem;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_long), &c_rows, sizeof(cl_int),
+                       &c_n, sizeof(cl_int), &c_w, sizeof(cl_int), &c_col, sizeof(cl_int), &c_heads,
+                       sizeof(cl_int), &c_dh, sizeof(cl_int), &c_rd, sizeof(cl_int), &layout,
+                       sizeof(float), &freq_log2, sizeof(cl_mem), &fm, sizeof(cl_int), &has_freq,
+                       sizeof(cl_mem), &pos, sizeof(cl_int), &mode, sizeof(cl_long), &c_off,
+                       (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    size_t global = clf__round_up(items, wg);
+    return clf__launch(ctx, CLF_K_ROPE, k, 1, &global, &wg);
+}
