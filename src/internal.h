@@ -169,6 +169,13 @@ void clf__cache_file_name(const uint64_t key[2], char out[40]);
 int clf__make_dirs(const char *path);
 /* A whole file of at most max bytes, NUL-terminated, malloc'ed; NULL if unreadable or larger. */
 char *clf__read_text(const char *path, size_t max);
+/* dir/name parsed as JSON; NULL with *st = CLF_SUCCESS when absent and not required, NULL with an
+ * error in *st (and the context) when required and absent or not JSON. Free with cJSON_Delete. */
+typedef struct cJSON cJSON;
+cJSON *clf__read_json(clf_context *ctx, const char *dir, const char *name, int required,
+                      clf_status *st);
+/* A positive integer field (1 .. 1e9), or 0 if absent or not one. */
+int64_t clf__json_int(const cJSON *o, const char *key);
 /* Default cache folder from the environment ($XDG_CACHE_HOME/clformer, else
  * $HOME/.cache/clformer); NULL if neither is set. The caller frees. */
 char *clf__default_cache_dir(void);

@@ -20,44 +20,19 @@ struct clf_sentence_model {
     int normalize;
 };
 
-static cJSON *read_json(clf_context *ctx, const char *dir, const char *name, int required,
-                        clf_status *st) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    char *text = clf__read_text(path, 1u << 20);
-    if (!text) {
-        *st = required ? clf__fail(ctx, CLF_ERROR_IO, "%s: missing or unreadable", path)
-                       : CLF_SUCCESS;
-        return NULL;
-    }
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    if (!j) *st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "%s: not valid JSON", path);
-    return j;
-}
-
-/* A positive integer field, or 0 if absent or not one. */
-static int64_t json_int(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e9 ||
-        v->valuedouble != floor(v->valuedouble))
-        return 0;
-    return (int64_t)v->valuedouble;
-}
-
 static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_model *m) {
     clf_status st = CLF_SUCCESS;
-    cJSON *c = read_json(ctx, dir, "config.json", 1, &st);
+    cJSON *c = clf__read_json(ctx, dir, "config.json", 1, &st);
     if (!c) return st;
     clf_transformer_params *k = &m->cfg;
     memset(k, 0, sizeof(*k));
     k->arch = CLF_ARCH_BERT;
-    k->vocab_size = json_int(c, "vocab_size");
-    k->num_hiddens = json_int(c, "hidden_size");
-    k->num_heads = json_int(c, "num_attention_heads");
-    k->num_layers = json_int(c, "num_hidden_layers");
-    k->ffn_num_hiddens = json_int(c, "intermediate_size");
-    k->max_len = json_int(c, "max_position_embeddings");
+    k->vocab_size = clf__json_int(c, "vocab_size");
+    k->num_hiddens = clf__json_int(c, "hidden_size");
+    k->num_heads = clf__json_int(c, "num_attention_heads");
+    k->num_layers = clf__json_int(c, "num_hidden_layers");
+    k->ffn_num_hiddens = clf__json_int(c, "intermediate_size");
+    k->max_len = clf__json_int(c, "max_position_embeddings");
     k->use_bias = 1;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(c, "layer_norm_eps");
     k->norm_eps = cJSON_IsNumber(eps) ? (float)eps->valuedouble : 1e-12f;
@@ -85,13 +60,14 @@ static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_m
     cJSON_Delete(c);
     if (st != CLF_SUCCESS) return st;
     m->max_len = k->max_len;
-    cJSON *sb = read_json(ctx, dir, "sentence_bert_config.json", 0, &st);
+    cJSON *sb = clf__read_json(ctx, dir, "sentence_bert_config.json", 0, &st);
     if (sb) {
-        const int64_t msl = json_int(sb, "max_seq_length");
+        const int64_t msl = clf__json_int(sb, "max_seq_length");
         if (msl && msl < m->max_len) m->max_len = msl;
         cJSON_Delete(sb);
     }
-    cJSON *pool = st == CLF_SUCCESS ? read_json(ctx, dir, "1_Pooling/config.json", 0, &st) : NULL;
+    cJSON *pool =
+        st == CLF_SUCCESS ? clf__read_json(ctx, dir, "1_Pooling/config.json", 0, &st) : NULL;
     if (pool) {
         const cJSON *mean = cJSON_GetObjectItemCaseSensitive(pool, "pooling_mode_mean_tokens");
         if (!cJSON_IsTrue(mean))
@@ -99,7 +75,7 @@ static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_m
                            "%s/1_Pooling/config.json: only mean pooling is supported", dir);
         cJSON_Delete(pool);
     }
-    cJSON *mods = st == CLF_SUCCESS ? read_json(ctx, dir, "modules.json", 0, &st) : NULL;
+    cJSON *mods = st == CLF_SUCCESS ? clf__read_json(ctx, dir, "modules.json", 0, &st) : NULL;
     if (mods) {
         const cJSON *e;
         cJSON_ArrayForEach(e, mods) {

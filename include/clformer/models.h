@@ -174,6 +174,98 @@ CLF_API clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const c
                                      const clf_greedy_params *params, int32_t *tokens,
                                      int64_t *lengths);
 
+/* ---------------------------------------------------------------- causal language models
+ * Decoder-only Transformers from a Hugging Face model folder: config.json and model.safetensors,
+ * or the shards that model.safetensors.index.json lists. F16 and BF16 weights are converted to
+ * f32 on load. The families, by config.json's "architectures":
+ *   GPT2LMHeadModel: learned positions, pre-LN blocks, GELU (tanh) FFN, Conv1D weights (stored
+ *     transposed), head tied to the token embeddings;
+ *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM: pre-norm RMSNorm blocks, rotary
+ *     positions (rope_theta; "llama3", "linear" and "default" rope_scaling), grouped-query
+ *     attention (num_key_value_heads), SwiGLU FFN, QKV biases where the config has them (Qwen2:
+ *     always; Llama: attention_bias), tied or separate head. Mistral's sliding_window is honoured
+ *     by refusing sequences longer than the window (a window shorter than the sequences run is
+ *     not computed yet).
+ * A folder of another architecture, or with a field clformer does not support, is refused with a
+ * message naming it.
+ *
+ * Weights and runs are apart, as for the encoders: a clf_lm holds the weights, a clf_lm_state
+ * holds the KV caches of a batch of sequences, each with its own length, so one model serves
+ * several batches (states) and each batch several sequences of different lengths. */
+typedef struct clf_lm clf_lm;
+typedef struct clf_lm_state clf_lm_state;
+
+#define CLF_LM_MAX_EOS 8
+
+typedef struct clf_lm_info {
+    char arch[64]; /* "LlamaForCausalLM", ... */
+    int64_t vocab_size, hidden_size, ffn_size, layers, heads, kv_heads, head_dim;
+    int64_t max_positions;       /* max_position_embeddings (n_positions for GPT-2) */
+    int32_t bos;                 /* bos_token_id, or -1 */
+    int32_t eos[CLF_LM_MAX_EOS]; /* eos_token_id(s) */
+    int n_eos;
+    int64_t parameters; /* weights loaded (tied ones once) */
+} clf_lm_info;
+
+/* Loads the model in folder dir (config.json, model.safetensors or its shards). */
+CLF_API clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out);
+CLF_API void clf_lm_free(clf_lm *m);
+CLF_API clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out);
+
+/* A state for `batch` sequences of up to max_len tokens each (<= max_positions), all empty. Its
+ * caches are allocated now; the workspace grows with the tokens of a step. */
+CLF_API clf_status clf_lm_state_create(const clf_lm *m, int64_t batch, int64_t max_len,
+                                       clf_lm_state **out);
+CLF_API void clf_lm_state_free(clf_lm_state *s);
+/* Empties every sequence. */
+CLF_API clf_status clf_lm_state_reset(clf_lm_state *s);
+/* Tokens in sequence b's cache. */
+CLF_API int64_t clf_lm_state_length(const clf_lm_state *s, int64_t b);
+/* Appends tokens: ids (B, T) I32 on the device; sequence b takes its first n_new[b] ids (n_new
+ * NULL: all T; 0: none, the sequence is unchanged), at positions length(b) ... The prompt's
+ * prefill is one step with T = the longest prompt, decoding is steps of T = 1.
+ * logits: (B, T, V) for every position (positions past n_new[b] hold values computed from
+ * padding), or (B, V) for each sequence's last new token (a sequence with n_new 0 gets values
+ * computed from padding). Fails, changing nothing, if a sequence would pass max_len. */
+CLF_API clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
+                                     clf_tensor *logits);
+
+/* How the next token is picked, as Hugging Face's generate: repetition penalty (over the
+ * sequence's prompt and generated tokens), then temperature, top-k, top-p, then a draw. */
+typedef struct clf_sampling_params {
+    float temperature;        /* 0: greedy (argmax on the device) */
+    int64_t top_k;            /* keep the k most likely (0: all) */
+    float top_p;              /* keep the smallest set with probability >= top_p (1: all) */
+    float repetition_penalty; /* 1: off; > 1 discourages repeats (CTRL's rule) */
+    uint64_t seed;            /* the same seed and logits give the same tokens on any device */
+} clf_sampling_params;
+
+/* Greedy: temperature 0, top_k 0, top_p 1, repetition_penalty 1, seed 0. */
+CLF_API clf_sampling_params clf_sampling_default_params(void);
+
+/* Called with each new token of sequence seq (0 .. n-1); return nonzero to stop generating. */
+typedef int (*clf_token_fn)(void *user, int64_t seq, int32_t token);
+
+typedef struct clf_generate_params {
+    int64_t max_new_tokens;
+    clf_sampling_params sampling;
+    int ignore_eos;        /* 1: do not stop at the config's eos_token_id(s) */
+    clf_token_fn on_token; /* optional, for streaming */
+    void *user;
+} clf_generate_params;
+
+/* max_new_tokens 32, greedy, stop at eos. */
+CLF_API clf_generate_params clf_generate_default_params(void);
+
+/* Generates for n prompts at once (prompts[i]: prompt_lens[i] >= 1 token ids): one batched
+ * prefill, then one step per token, a sequence stopping at an eos id (which is not stored) or
+ * after max_new_tokens. tokens (n, max_new_tokens) host receives each sequence's new tokens
+ * (the rest -1), counts (n) their numbers. */
+CLF_API clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts,
+                                   const int64_t *prompt_lens, int64_t n,
+                                   const clf_generate_params *params, int32_t *tokens,
+                                   int64_t *counts);
+
 /* ---------------------------------------------------------------- sentence embeddings
  * A sentence-transformers model folder with a BERT encoder (e.g. all-MiniLM-L6-v2):
  * config.json (BertModel sizes), vocab.txt, model.safetensors, and optionally

@@ -19,6 +19,23 @@ void clf__kv_cache_free(clf_kv_cache *c) {
     c->max_len = 0;
 }
 
+clf_status clf__copy_rows(clf_context *ctx, const clf_rows_at *src, const clf_rows_at *dst,
+                          size_t width, size_t rows, size_t b0, size_t nb) {
+    const size_t f = sizeof(float);
+    const size_t so[3] = {src->col * f, src->row, b0}, dor[3] = {dst->col * f, dst->row, b0};
+    const size_t region[3] = {width * f, rows, nb};
+    cl_event ev = NULL;
+    cl_int err = clf__fault(ctx, CLF_FAULT_TRANSFER)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueCopyBufferRect(ctx->queue, src->t->mem, dst->t->mem, so, dor,
+                                               region, src->width * f, src->width * src->rows * f,
+                                               dst->width * f, dst->width * dst->rows * f, 0, NULL,
+                                               ctx->profiling ? &ev : NULL);
+    if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clEnqueueCopyBufferRect (rows)");
+    ctx->launches++;
+    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+}
+
 clf_status clf__kv_cache_append(clf_context *ctx, clf_kv_cache *c, const clf_tensor *qkv,
                                 int64_t pos) {
     const size_t B = (size_t)qkv->shape[0], T = (size_t)qkv->shape[1];

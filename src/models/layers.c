@@ -50,33 +50,66 @@ static void full_name(const clf_loader *L, const char *name, const char *suffix,
         snprintf(out, size, "%s%s%s", L->prefix, name, suffix);
 }
 
-clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int64_t rows,
-                         int64_t cols, clf_tensor **out) {
-    const int64_t per = rows * (cols ? cols : 1);
-    float *host = malloc((size_t)(per * count) * sizeof(float));
-    if (!host) return clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+/* The file that holds `full` (the loader's file, or the first shard that has it); NULL when none
+ * does. */
+static const clf_safetensors *file_of(const clf_loader *L, const char *full,
+                                      const clf_st_info **info) {
+    if (!L->n_shards) {
+        *info = clf_safetensors_find(L->st, full);
+        return *info ? L->st : NULL;
+    }
+    for (size_t i = 0; i < L->n_shards; i++)
+        if ((*info = clf_safetensors_find(L->shards[i], full)) != NULL) return L->shards[i];
+    return NULL;
+}
+
+clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
+                          int64_t cols, int transpose, clf_tensor **out) {
+    const int64_t c = cols ? cols : 1;
+    int64_t total = 0, big = 0;
+    for (int i = 0; i < count; i++) {
+        total += rows[i];
+        big = rows[i] > big ? rows[i] : big;
+    }
+    float *host = malloc((size_t)(total * c) * sizeof(float));
+    float *tmp = transpose ? malloc((size_t)(big * c) * sizeof(float)) : NULL;
+    if (!host || (transpose && !tmp)) {
+        free(host);
+        free(tmp);
+        return clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     clf_status st = CLF_SUCCESS;
+    int64_t at = 0;
     for (int i = 0; i < count && st == CLF_SUCCESS; i++) {
         char full[512];
         clf_error err;
         full_name(L, names[i], "", full, sizeof(full));
-        const clf_st_info *info = clf_safetensors_find(L->st, full);
-        bool shape_ok = info && info->ndim == (cols ? 2 : 1) && info->shape[0] == rows &&
-                        (!cols || info->shape[1] == cols);
+        const clf_st_info *info = NULL;
+        const clf_safetensors *f = file_of(L, full, &info);
+        const int64_t r0 = transpose ? cols : rows[i], r1 = transpose ? rows[i] : cols;
+        bool shape_ok = info && info->ndim == (cols ? 2 : 1) && info->shape[0] == r0 &&
+                        (!cols || info->shape[1] == r1);
+        float *dst = host + at * c;
         if (!info)
             st = clf__fail(L->ctx, CLF_ERROR_BAD_FORMAT, "weights: missing tensor \"%s\"", full);
         else if (!shape_ok)
             st = clf__fail(L->ctx, CLF_ERROR_SHAPE_MISMATCH,
-                           "weights: tensor \"%s\" must be (%lld%s%lld)", full, (long long)rows,
-                           cols ? ", " : "", (long long)(cols ? cols : 0));
-        else if ((st = clf_safetensors_read_f32(L->st, full, host + per * i, per, &err)) !=
-                 CLF_SUCCESS)
+                           "weights: tensor \"%s\" must be (%lld%s%lld)", full, (long long)r0,
+                           cols ? ", " : "", (long long)(cols ? r1 : 0));
+        else if ((st = clf_safetensors_read_f32(f, full, transpose ? tmp : dst, rows[i] * c,
+                                                &err)) != CLF_SUCCESS)
             clf__fail(L->ctx, st, "%s", err.message);
+        else if (transpose)
+            for (int64_t a = 0; a < cols; a++) /* tmp (cols, rows[i]) -> dst (rows[i], cols) */
+                for (int64_t b = 0; b < rows[i]; b++)
+                    dst[b * cols + a] = tmp[a * rows[i] + b];
+        at += rows[i];
     }
-    int64_t shape[2] = {rows * count, cols};
+    free(tmp);
+    int64_t shape[2] = {total, cols};
     clf_tensor *t = NULL;
     if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, CLF_F32, cols ? 2 : 1, shape, &t);
-    if (st == CLF_SUCCESS) st = clf_tensor_write(t, host, (size_t)(per * count) * sizeof(float));
+    if (st == CLF_SUCCESS) st = clf_tensor_write(t, host, (size_t)(total * c) * sizeof(float));
     free(host);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);
@@ -86,17 +119,30 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
     return CLF_SUCCESS;
 }
 
+clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int64_t rows,
+                         int64_t cols, clf_tensor **out) {
+    int64_t r[3] = {rows, rows, rows};
+    if (count > 3) return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "load_cat: at most 3 tensors");
+    return clf__load_rows(L, names, count, r, cols, 0, out);
+}
+
 clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols,
                      clf_tensor **out) {
     char full[512];
     full_name(L, name, "", full, sizeof(full));
     int64_t shape[2] = {rows, cols};
-    return clf_safetensors_load(L->ctx, L->st, full, cols ? 2 : 1, shape, out);
+    const clf_st_info *info;
+    const clf_safetensors *f = file_of(L, full, &info);
+    return clf_safetensors_load(L->ctx,
+                                f             ? f
+                                : L->n_shards ? L->shards[0]
+                                              : L->st,
+                                full, cols ? 2 : 1, shape, out);
 }
 
 /* Replaces a (out, in) weight by its packed panels when the device prefers them
  * (linear.PACK: CPUs), see clf__linear_pack. */
-static clf_status pack(clf_context *ctx, clf_tensor **w) {
+clf_status clf__pack(clf_context *ctx, clf_tensor **w) {
     if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK)) return CLF_SUCCESS;
     clf_tensor *p = NULL;
     CLF_TRY(clf__linear_pack(ctx, *w, &p));
@@ -116,7 +162,7 @@ clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t i
     char n[300];
     CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".weight"), out, in, &l->w));
     if (bias) CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".bias"), out, 0, &l->b));
-    return pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, &l->w);
 }
 
 clf_status clf__load_norm(clf_loader *L, const char *stem, int64_t d, clf_norm *n) {
@@ -136,7 +182,7 @@ static clf_status load_fused(clf_loader *L, const char *const *stems, int count,
     }
     CLF_TRY(clf__load_cat(L, wn, count, d, d, &l->w));
     if (bias) CLF_TRY(clf__load_cat(L, bn, count, d, 0, &l->b));
-    return pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, &l->w);
 }
 
 clf_status clf__load_mha(clf_loader *L, const char *q, const char *k, const char *v, const char *o,

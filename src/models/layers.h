@@ -78,13 +78,16 @@ void clf__embed_free(clf_embed_w *e);
 
 /* ---------------------------------------------------------------- loading */
 
-/* Reads tensors of one model from a safetensors file. Names may hold "{i}", replaced by `layer`;
- * `prefix` is put in front of every name. */
+/* Reads tensors of one model from a safetensors file, or from the first of n_shards files that
+ * holds each name (a sharded checkpoint; st unused then). Names may hold "{i}", replaced by
+ * `layer`; `prefix` is put in front of every name. */
 typedef struct clf_loader {
     clf_context *ctx;
     const clf_safetensors *st;
     const char *prefix;
     int64_t layer;
+    clf_safetensors *const *shards;
+    size_t n_shards;
 } clf_loader;
 
 /* A (rows, cols) tensor (a (rows) one when cols is 0), checked for its exact shape. */
@@ -92,6 +95,12 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
 /* `count` tensors of (rows, cols) (or (rows)) concatenated by rows: the fused projections. */
 clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int64_t rows,
                          int64_t cols, clf_tensor **out);
+/* The same with rows[i] rows for tensor i; transpose: each is stored as (cols, rows[i]) (GPT-2's
+ * Conv1D weights) and is transposed into (rows[i], cols). */
+clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
+                          int64_t cols, int transpose, clf_tensor **out);
+/* Packs a (out, in) weight into panels when the device prefers them (linear.PACK: CPUs). */
+clf_status clf__pack(clf_context *ctx, clf_tensor **w);
 /* <stem>.weight (out, in) and, with bias, <stem>.bias (out), packed for the device. */
 clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
                          clf_lin *l);

@@ -26,6 +26,16 @@ void clf__kv_cache_free(clf_kv_cache *c);
 clf_status clf__kv_cache_append(clf_context *ctx, clf_kv_cache *c, const clf_tensor *qkv,
                                 int64_t pos);
 
+/* Rows of a (B, rows, width) float tensor t, from row `row` and column `col` of each batch. */
+typedef struct clf_rows_at {
+    const clf_tensor *t;
+    size_t width, rows, col, row;
+} clf_rows_at;
+/* Copies `rows` rows of `width` floats of batches b0 .. b0 + nb - 1 from src to dst (one
+ * rectangular copy). */
+clf_status clf__copy_rows(clf_context *ctx, const clf_rows_at *src, const clf_rows_at *dst,
+                          size_t width, size_t rows, size_t b0, size_t nb);
+
 /* ---------------------------------------------------------------- states' per-layer parts */
 
 /* What one decoder layer keeps between steps of one run. */

@@ -1,0 +1,360 @@
+/*
+ * lm.c — the causal language model stack: weights loaded once from a Hugging Face folder
+ * (clf_lm), states (clf_lm_state) that hold the KV caches of a batch of sequences, each at its
+ * own length, and the step that appends tokens to them:
+ *   h = embed(ids, positions length(b) ..); per block: h = block(h, cache); logits = head(norm(h))
+ * The family (arch_llama.c, arch_gpt2.c) gives the loader, embedding, block and norm.
+ */
+#include "lm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct clf_lm_state {
+    const clf_lm *m;
+    int64_t batch, max_len;
+    int64_t *lengths; /* (B) tokens in each sequence's cache */
+    clf_tensor **kv;  /* [layers] (B, max_len, 2 kv): K | V of every cached position */
+    int64_t rows;     /* B T the workspace below holds */
+    clf_tensor *h, *x, *qkv, *att, *o, *up, *mid; /* (rows, d | d | q+2kv | q | d | 2F | F) */
+    clf_tensor *lens, *offs, *pos_ids;            /* (B, T), (B), (B, T) I32 */
+    clf_tensor *last;                             /* (B, d) each sequence's last new row */
+    int32_t *host_lens, *host_pos;                /* (B, T) staging */
+};
+
+/* ---------------------------------------------------------------- weights */
+
+static void layer_free(clf_lm_layer *l) {
+    clf__norm_free(&l->n1);
+    clf__norm_free(&l->n2);
+    clf_lin *ls[] = {&l->qkv, &l->o, &l->up, &l->down};
+    for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++)
+        clf__lin_free(ls[i]);
+}
+
+void clf_lm_free(clf_lm *m) {
+    if (!m) return;
+    if (m->layers)
+        for (int64_t i = 0; i < m->cfg.info.layers; i++)
+            layer_free(&m->layers[i]);
+    free(m->layers);
+    clf_tensor_free(m->tok);
+    clf_tensor_free(m->pos);
+    clf_tensor_free(m->freq);
+    clf__norm_free(&m->final);
+    clf__lin_free(&m->head);
+    clf__lm_config_free(&m->cfg);
+    free(m);
+}
+
+static int64_t numel_or0(const clf_tensor *t) {
+    return t ? clf_tensor_numel(t) : 0;
+}
+
+/* Parameters as the checkpoint counts them (a tied head once; packed panels by their source). */
+static int64_t count_params(const clf_lm *m) {
+    const clf_lm_info *in = &m->cfg.info;
+    const int64_t d = in->hidden_size, q = in->heads * in->head_dim,
+                  kv = in->kv_heads * in->head_dim, F = in->ffn_size;
+    const int gpt2 = m->pos != NULL;
+    int64_t per = (q + 2 * kv) * d + q * d + (gpt2 ? 2 : 3) * F * d; /* projections */
+    per += numel_or0(m->layers[0].qkv.b) + numel_or0(m->layers[0].o.b) +
+           numel_or0(m->layers[0].up.b) + numel_or0(m->layers[0].down.b);
+    per += numel_or0(m->layers[0].n1.g) + numel_or0(m->layers[0].n1.b) +
+           numel_or0(m->layers[0].n2.g) + numel_or0(m->layers[0].n2.b);
+    return per * in->layers + numel_or0(m->tok) + numel_or0(m->pos) + numel_or0(m->final.g) +
+           numel_or0(m->final.b) + (m->cfg.tied ? 0 : in->vocab_size * d);
+}
+
+clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!dir || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm: dir and out must not be NULL");
+    *out = NULL;
+    clf_lm *m = calloc(1, sizeof(*m));
+    if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    clf_status st = clf__lm_read_config(ctx, dir, &m->cfg);
+    if (st != CLF_SUCCESS) {
+        free(m);
+        return st;
+    }
+    clf_lm_files files = {0};
+    m->layers = calloc((size_t)m->cfg.info.layers, sizeof(clf_lm_layer));
+    if (!m->layers) {
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
+    }
+    CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
+    clf_loader L = {ctx, NULL, "", 0, files.st, files.n};
+    CLF_CHECK(m->cfg.arch->load(&L, m));
+    m->cfg.info.parameters = count_params(m);
+    clf__lm_files_free(&files);
+    *out = m;
+    return CLF_SUCCESS;
+fail:
+    clf__lm_files_free(&files);
+    clf_lm_free(m);
+    return st;
+}
+
+clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out) {
+    if (!m || !out) return CLF_ERROR_INVALID_ARGUMENT;
+    *out = m->cfg.info;
+    return CLF_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- states */
+
+static void ws_free(clf_lm_state *s) {
+    clf_tensor *ts[] = {s->h,  s->x,   s->qkv,  s->att,     s->o,
+                        s->up, s->mid, s->lens, s->pos_ids, s->last};
+    for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+        clf_tensor_free(ts[i]);
+    s->h = s->x = s->qkv = s->att = s->o = s->up = s->mid = s->lens = s->pos_ids = s->last = NULL;
+    free(s->host_lens);
+    free(s->host_pos);
+    s->host_lens = s->host_pos = NULL;
+    s->rows = 0;
+}
+
+void clf_lm_state_free(clf_lm_state *s) {
+    if (!s) return;
+    ws_free(s);
+    if (s->kv)
+        for (int64_t i = 0; i < s->m->cfg.info.layers; i++)
+            clf_tensor_free(s->kv[i]);
+    free(s->kv);
+    clf_tensor_free(s->offs);
+    free(s->lengths);
+    free(s);
+}
+
+clf_status clf_lm_state_create(const clf_lm *m, int64_t batch, int64_t max_len,
+                               clf_lm_state **out) {
+    if (!m || !out) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_context *ctx = m->ctx;
+    clf__clear_error(ctx);
+    *out = NULL;
+    const clf_lm_info *in = &m->cfg.info;
+    const int64_t kv = in->kv_heads * in->head_dim;
+    if (batch < 1 || max_len < 1 || max_len > in->max_positions)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm state: batch %lld must be >= 1 and max_len %lld in 1 .. %lld",
+                         (long long)batch, (long long)max_len, (long long)in->max_positions);
+    if (m->cfg.window && max_len > m->cfg.window)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "lm state: max_len %lld is over the sliding window of %lld, which is not "
+                         "computed yet",
+                         (long long)max_len, (long long)m->cfg.window);
+    if (batch > INT64_MAX / max_len / 2 / kv / in->layers)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "lm state: the caches overflow");
+    CLF_TRY(
+        clf__check_workspace(ctx, "lm state (KV caches)", batch * max_len * 2 * kv * in->layers));
+    clf_lm_state *s = calloc(1, sizeof(*s));
+    clf_status st = CLF_SUCCESS;
+    if (!s) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    s->m = m;
+    s->batch = batch;
+    s->max_len = max_len;
+    s->lengths = calloc((size_t)batch, sizeof(int64_t));
+    s->kv = calloc((size_t)in->layers, sizeof(clf_tensor *));
+    if (!s->lengths || !s->kv) {
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
+    }
+    const int64_t shape[3] = {batch, max_len, 2 * kv};
+    for (int64_t i = 0; i < in->layers; i++)
+        CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 3, shape, &s->kv[i]));
+    CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 1, &batch, &s->offs));
+    *out = s;
+    return CLF_SUCCESS;
+fail:
+    clf_lm_state_free(s);
+    return st;
+}
+
+clf_status clf_lm_state_reset(clf_lm_state *s) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    memset(s->lengths, 0, sizeof(int64_t) * (size_t)s->batch);
+    return CLF_SUCCESS;
+}
+
+int64_t clf_lm_state_length(const clf_lm_state *s, int64_t b) {
+    return s && b >= 0 && b < s->batch ? s->lengths[b] : -1;
+}
+
+/* The workspace for B T rows (it grows, never shrinks), as views of (B, T, width). */
+static clf_status ws_ready(clf_lm_state *s, int64_t T, clf_lm_ws *ws) {
+    const clf_lm *m = s->m;
+    clf_context *ctx = m->ctx;
+    const clf_lm_info *in = &m->cfg.info;
+    const int64_t B = s->batch, rows = B * T, d = in->hidden_size, q = in->heads * in->head_dim,
+                  kv = in->kv_heads * in->head_dim, F = in->ffn_size;
+    if (rows > s->rows) {
+        CLF_TRY(clf__check_workspace(ctx, "lm step", rows * (4 * d + 2 * q + 2 * kv + 3 * F)));
+        ws_free(s);
+        clf_status st = CLF_SUCCESS;
+        s->host_lens = malloc(sizeof(int32_t) * (size_t)rows);
+        s->host_pos = malloc(sizeof(int32_t) * (size_t)rows);
+        if (!s->host_lens || !s->host_pos)
+            st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->h, CLF_F32, rows * d);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->x, CLF_F32, rows * d);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->qkv, CLF_F32, rows * (q + 2 * kv));
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->att, CLF_F32, rows * q);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->o, CLF_F32, rows * d);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->up, CLF_F32, rows * 2 * F);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->mid, CLF_F32, rows * F);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->lens, CLF_I32, rows);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->pos_ids, CLF_I32, rows);
+        if (st == CLF_SUCCESS) st = clf__ensure(ctx, &s->last, CLF_F32, B * d);
+        if (st != CLF_SUCCESS) {
+            ws_free(s);
+            return st;
+        }
+        s->rows = rows;
+    }
+    memset(ws, 0, sizeof(*ws));
+    ws->h = clf__view(s->h, B, T, d);
+    ws->x = clf__view(s->x, B, T, d);
+    ws->qkv = clf__view(s->qkv, B, T, q + 2 * kv);
+    ws->att = clf__view(s->att, B, T, q);
+    ws->o = clf__view(s->o, B, T, d);
+    ws->up = clf__view(s->up, B, T, 2 * F);
+    ws->mid = clf__view(s->mid, B, T, F);
+    ws->lens = clf__view(s->lens, B, T, 0);
+    ws->pos_ids = clf__view(s->pos_ids, B, T, 0);
+    ws->offs = s->offs;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,
+                          const int64_t *n_new, clf_lm_ws *ws) {
+    const clf_lm_info *in = &m->cfg.info;
+    const int64_t B = ws->qkv.shape[0], T = ws->qkv.shape[1];
+    const size_t q = (size_t)(in->heads * in->head_dim), w = (size_t)(in->kv_heads * in->head_dim);
+    /* The new rows' K | V into each sequence's cache: one copy when all sequences are alike. */
+    bool alike = true;
+    for (int64_t b = 1; b < B; b++)
+        alike = alike && lengths[b] == lengths[0] && n_new[b] == n_new[0];
+    for (int64_t b = 0; b < B; b += alike ? B : 1) {
+        if (!n_new[b]) continue;
+        const clf_rows_at src = {&ws->qkv, q + 2 * w, (size_t)T, q, 0};
+        const clf_rows_at dst = {kv, 2 * w, (size_t)kv->shape[1], 0, (size_t)lengths[b]};
+        CLF_TRY(clf__copy_rows(ctx, &src, &dst, 2 * w, (size_t)n_new[b], (size_t)b,
+                               alike ? (size_t)B : 1));
+    }
+    clf_attention_params ap = clf_attention_default_params(in->heads, in->head_dim);
+    ap.kv_heads = in->kv_heads;
+    ap.v_col = (int64_t)w;
+    ap.nk = ws->nk;
+    ap.mask.valid_lens = &ws->lens; /* (B, T): causal within each sequence */
+    return clf_attention(ctx, &ws->qkv, kv, kv, &ws->att, &ap);
+}
+
+/* Checks a step's arguments against the state; *all_t: logits hold every position. */
+static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
+                             const clf_tensor *logits, int *all_t) {
+    clf_context *ctx = s->m->ctx;
+    const int64_t V = s->m->cfg.info.vocab_size;
+    CLF_TRY(clf__check_ids(ctx, ids, NULL));
+    CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
+    const int64_t B = ids->shape[0], T = ids->shape[1];
+    char a[96], b[96];
+    if (B != s->batch)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "lm step: ids %s must have the state's "
+                         "%lld sequences",
+                         clf__shape_str(ids, a, sizeof(a)), (long long)s->batch);
+    *all_t = logits->ndim == 3;
+    const bool ok = (logits->ndim == 3 && logits->shape[0] == B && logits->shape[1] == T &&
+                     logits->shape[2] == V) ||
+                    (logits->ndim == 2 && logits->shape[0] == B && logits->shape[1] == V);
+    if (!ok)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "lm step: logits %s must be (%lld, %lld, %lld) or (%lld, %lld) for ids %s",
+                         clf__shape_str(logits, a, sizeof(a)), (long long)B, (long long)T,
+                         (long long)V, (long long)B, (long long)V,
+                         clf__shape_str(ids, b, sizeof(b)));
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t n = n_new ? n_new[i] : T;
+        if (n < 0 || n > T)
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "lm step: n_new[%lld] = %lld must be in 0 .. %lld", (long long)i,
+                             (long long)n, (long long)T);
+        if (s->lengths[i] + n > s->max_len)
+            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                             "lm step: sequence %lld would hold %lld tokens, over the state's "
+                             "max_len %lld",
+                             (long long)i, (long long)(s->lengths[i] + n), (long long)s->max_len);
+    }
+    return CLF_SUCCESS;
+}
+
+clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
+                             clf_tensor *logits) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    const clf_lm *m = s->m;
+    clf_context *ctx = m->ctx;
+    clf__clear_error(ctx);
+    int all_t = 0;
+    CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
+    const int64_t B = s->batch, T = ids->shape[1], d = m->cfg.info.hidden_size;
+    int64_t *nn = malloc(sizeof(int64_t) * (size_t)B);
+    int32_t *offs = malloc(sizeof(int32_t) * (size_t)B);
+    clf_lm_ws ws;
+    clf_status st = nn && offs ? ws_ready(s, T, &ws)
+                               : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (st != CLF_SUCCESS) goto done;
+    /* Query t of sequence b sits at position length(b) + t and sees keys 0 .. length(b) + t;
+     * padding rows (t >= n_new[b]) are clamped to the last real one, so they read only cached
+     * keys and positions in range. */
+    ws.nk = 1;
+    for (int64_t b = 0; b < B; b++) {
+        nn[b] = n_new ? n_new[b] : T;
+        offs[b] = (int32_t)s->lengths[b];
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t tc = t < nn[b] ? t : (nn[b] > 0 ? nn[b] - 1 : -1);
+            s->host_lens[b * T + t] = (int32_t)(s->lengths[b] + tc + 1);
+            s->host_pos[b * T + t] = (int32_t)(s->lengths[b] + (tc < 0 ? 0 : tc));
+        }
+        if (s->lengths[b] + nn[b] > ws.nk) ws.nk = s->lengths[b] + nn[b];
+    }
+    CLF_CHECK(clf_tensor_write(&ws.lens, s->host_lens, sizeof(int32_t) * (size_t)(B * T)));
+    CLF_CHECK(clf_tensor_write(ws.offs, offs, sizeof(int32_t) * (size_t)B));
+    CLF_CHECK(clf_tensor_write(&ws.pos_ids, s->host_pos, sizeof(int32_t) * (size_t)(B * T)));
+
+    const clf_lm_arch *arch = m->cfg.arch;
+    CLF_CHECK(arch->embed(ctx, m, ids, &ws));
+    for (int64_t i = 0; i < m->cfg.info.layers; i++)
+        CLF_CHECK(arch->block(ctx, m, &m->layers[i], s->kv[i], s->lengths, nn, &ws));
+    if (all_t) {
+        CLF_CHECK(arch->norm(ctx, m, &m->final, &ws, &ws.h, &ws.x));
+        CLF_CHECK(clf__lin(ctx, &ws.x, &m->head, CLF_ACT_IDENTITY, logits));
+    } else {
+        /* Only each sequence's last new row goes through the final norm and the head. */
+        if (ws.pending) { /* h += o over all rows (the norm would fuse it) */
+            CLF_CHECK(clf_add(ctx, &ws.h, &ws.o, &ws.h));
+            ws.pending = 0;
+        }
+        clf_tensor last = clf__view(s->last, B, 1, d), lx = clf__view(s->x, B, 1, d);
+        for (int64_t b = 0; b < B; b++) {
+            const clf_rows_at src = {&ws.h, (size_t)d, (size_t)T, 0,
+                                     (size_t)(nn[b] > 0 ? nn[b] - 1 : 0)};
+            const clf_rows_at dst = {&last, (size_t)d, 1, 0, 0};
+            CLF_CHECK(clf__copy_rows(ctx, &src, &dst, (size_t)d, 1, (size_t)b, 1));
+        }
+        CLF_CHECK(arch->norm(ctx, m, &m->final, &ws, &last, &lx));
+        clf_tensor lx2 = clf__view(s->x, B, d, 0);
+        CLF_CHECK(clf__lin(ctx, &lx2, &m->head, CLF_ACT_IDENTITY, logits));
+    }
+    for (int64_t b = 0; b < B; b++)
+        s->lengths[b] += nn[b];
+done:
+fail:
+    free(nn);
+    free(offs);
+    return st;
+}

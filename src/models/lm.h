@@ -1,0 +1,97 @@
+/*
+ * lm.h — causal language models (decoder-only): the config read from a Hugging Face folder
+ * (lm_config.c), the weights of a family (arch_llama.c, arch_gpt2.c, described by a clf_lm_arch),
+ * the stack and its states (lm.c) and generation (generate.c).
+ *
+ * Shapes: B sequences, T new tokens per step, d = hidden_size, H query heads and KVH K/V heads of
+ * Dh, q = H Dh, kv = KVH Dh, F the FFN width, V the vocabulary.
+ */
+#ifndef CLFORMER_MODELS_LM_H
+#define CLFORMER_MODELS_LM_H
+
+#include "models.h"
+
+typedef struct clf_lm_arch clf_lm_arch;
+
+/* Everything the forward needs from config.json, checked. */
+typedef struct clf_lm_config {
+    clf_lm_info info;        /* the public part (sizes, special ids) */
+    const clf_lm_arch *arch; /* the family's loader and forward */
+    float norm_eps;          /* rms_norm_eps / layer_norm_epsilon */
+    int qkv_bias;            /* Q, K, V projections have biases (Qwen2, Llama's attention_bias) */
+    int tied;                /* the head is the token embedding */
+    int64_t window;          /* Mistral's sliding_window (0: none) */
+    float *inv_freq; /* (head_dim / 2) rotary frequencies after rope scaling (Llama family) */
+} clf_lm_config;
+
+/* Reads dir/config.json into c (message naming what is unsupported or missing). */
+clf_status clf__lm_read_config(clf_context *ctx, const char *dir, clf_lm_config *c);
+void clf__lm_config_free(clf_lm_config *c);
+
+/* The weights of a folder: model.safetensors, or the shards of model.safetensors.index.json. */
+typedef struct clf_lm_files {
+    clf_safetensors **st;
+    size_t n;
+} clf_lm_files;
+clf_status clf__lm_open_files(clf_context *ctx, const char *dir, clf_lm_files *f);
+void clf__lm_files_free(clf_lm_files *f);
+
+/* One decoder block's weights. Llama family: n1, n2 are RMSNorm weights (b NULL), qkv the fused
+ * W_q | W_k | W_v (q + 2 kv, d), up the stacked gate | up (2F, d). GPT-2: LayerNorms, qkv is
+ * c_attn (3d, d), up is c_fc (F, d). */
+typedef struct clf_lm_layer {
+    clf_norm n1, n2; /* before attention, before the FFN */
+    clf_lin qkv, o;  /* o: (d, q) */
+    clf_lin up, down;
+} clf_lm_layer;
+
+struct clf_lm {
+    clf_context *ctx;
+    clf_lm_config cfg;
+    clf_tensor *tok;  /* (V, d) token embeddings */
+    clf_tensor *pos;  /* GPT-2: (max_positions, d) learned positions; else NULL */
+    clf_tensor *freq; /* Llama family: (Dh / 2) rotary frequencies */
+    clf_lm_layer *layers;
+    clf_norm final; /* the last norm */
+    clf_lin head;   /* (V, d), tied: the embedding table loaded again (packed on CPUs) */
+};
+
+/* What one step of a state works on: views for the current (B, T). */
+typedef struct clf_lm_ws {
+    clf_tensor h;       /* (B, T, d) the residual stream */
+    clf_tensor x;       /* (B, T, d) normalized input of a sublayer */
+    clf_tensor qkv;     /* (B, T, q + 2 kv) */
+    clf_tensor att;     /* (B, T, q) */
+    clf_tensor o;       /* (B, T, d) a sublayer's output */
+    clf_tensor up;      /* (B, T, 2F) (GPT-2: (B, T, F)) */
+    clf_tensor mid;     /* (B, T, F) */
+    clf_tensor lens;    /* (B, T) I32: query t of sequence b sees keys 0 .. length(b) + t */
+    clf_tensor *offs;   /* (B) I32: length(b), the position of each sequence's first new token */
+    clf_tensor pos_ids; /* (B, T) I32: positions (GPT-2's learned embedding) */
+    int64_t nk;         /* keys in use: max over b of length(b) + n_new[b] */
+    int pending;        /* o holds a sublayer output not yet added into h */
+} clf_lm_ws;
+
+/* A family: its loader (every weight of m, L->prefix free to set), its embedding of ids (B, T)
+ * into ws->h, its block (in place on ws->h, the new keys and values appended to kv (B, max_len,
+ * 2 kv) at each sequence's length), and its norm (x = norm(h), first adding a pending sublayer
+ * output ws->o into h). */
+typedef struct clf_lm_arch {
+    clf_status (*load)(clf_loader *L, clf_lm *m);
+    clf_status (*embed)(clf_context *ctx, const clf_lm *m, const clf_tensor *ids, clf_lm_ws *ws);
+    clf_status (*block)(clf_context *ctx, const clf_lm *m, const clf_lm_layer *l, clf_tensor *kv,
+                        const int64_t *lengths, const int64_t *n_new, clf_lm_ws *ws);
+    clf_status (*norm)(clf_context *ctx, const clf_lm *m, const clf_norm *n, clf_lm_ws *ws,
+                       clf_tensor *h, clf_tensor *x);
+} clf_lm_arch;
+
+extern const clf_lm_arch clf__lm_llama; /* arch_llama.c */
+extern const clf_lm_arch clf__lm_gpt2;  /* arch_gpt2.c */
+
+/* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
+ * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each
+ * sequence's cache, grouped-query) into ws->att. */
+clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,
+                          const int64_t *n_new, clf_lm_ws *ws);
+
+#endif /* CLFORMER_MODELS_LM_H */

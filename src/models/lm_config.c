@@ -1,0 +1,322 @@
+/*
+ * lm_config.c — a Hugging Face folder of a causal language model: config.json read and checked
+ * (the fields each family's forward depends on; anything that would change the math and is not
+ * computed here is refused by name), the rotary frequencies after rope scaling, and the weight
+ * files (model.safetensors, or the shards of model.safetensors.index.json).
+ */
+#include "lm.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cJSON *field(const cJSON *c, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static double num_or(const cJSON *c, const char *key, double fallback) {
+    const cJSON *v = field(c, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : fallback;
+}
+
+static int bool_or(const cJSON *c, const char *key, int fallback) {
+    const cJSON *v = field(c, key);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : fallback;
+}
+
+static const char *str_or(const cJSON *c, const char *key, const char *fallback) {
+    const cJSON *v = field(c, key);
+    return cJSON_IsString(v) ? v->valuestring : fallback;
+}
+
+/* A size field: required (positive integer) or 0 when absent and optional. */
+static clf_status size_field(clf_context *ctx, const cJSON *c, const char *key, int required,
+                             int64_t *out) {
+    *out = clf__json_int(c, key);
+    if (*out == 0 && (required || field(c, key)))
+        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                         "config.json: \"%s\" must be a positive integer%s", key,
+                         field(c, key) ? "" : " (missing)");
+    return CLF_SUCCESS;
+}
+
+/* bos_token_id (int or null) and eos_token_id (int, list or null). */
+static clf_status special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *info,
+                              int32_t fallback) {
+    const cJSON *bos = field(c, "bos_token_id"), *eos = field(c, "eos_token_id");
+    info->bos = cJSON_IsNumber(bos) ? (int32_t)bos->valuedouble : fallback;
+    info->n_eos = 0;
+    if (cJSON_IsNumber(eos)) {
+        info->eos[info->n_eos++] = (int32_t)eos->valuedouble;
+    } else if (cJSON_IsArray(eos)) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, eos) {
+            if (!cJSON_IsNumber(e) || info->n_eos == CLF_LM_MAX_EOS)
+                return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                                 "config.json: eos_token_id must be integers, at most %d",
+                                 CLF_LM_MAX_EOS);
+            info->eos[info->n_eos++] = (int32_t)e->valuedouble;
+        }
+    } else if (fallback >= 0) {
+        info->eos[info->n_eos++] = fallback;
+    }
+    for (int i = 0; i < info->n_eos; i++)
+        if (info->eos[i] < 0 || info->eos[i] >= info->vocab_size)
+            return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                             "config.json: eos_token_id %d is outside the vocabulary of %lld",
+                             (int)info->eos[i], (long long)info->vocab_size);
+    return CLF_SUCCESS;
+}
+
+static clf_status parse_gpt2(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+    clf_lm_info *in = &k->info;
+    CLF_TRY(size_field(ctx, c, "vocab_size", 1, &in->vocab_size));
+    CLF_TRY(size_field(ctx, c, "n_embd", 1, &in->hidden_size));
+    CLF_TRY(size_field(ctx, c, "n_layer", 1, &in->layers));
+    CLF_TRY(size_field(ctx, c, "n_head", 1, &in->heads));
+    CLF_TRY(size_field(ctx, c, "n_positions", 1, &in->max_positions));
+    CLF_TRY(size_field(ctx, c, "n_inner", 0, &in->ffn_size));
+    if (!in->ffn_size) in->ffn_size = 4 * in->hidden_size;
+    if (in->hidden_size % in->heads)
+        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                         "config.json: n_embd %lld is not a multiple "
+                         "of n_head %lld",
+                         (long long)in->hidden_size, (long long)in->heads);
+    in->kv_heads = in->heads;
+    in->head_dim = in->hidden_size / in->heads;
+    k->norm_eps = (float)num_or(c, "layer_norm_epsilon", 1e-5);
+    k->tied = 1;
+    k->qkv_bias = 1;
+    const char *act = str_or(c, "activation_function", "gelu_new");
+    if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: activation_function \"%s\" is not supported (gelu_new is)",
+                         act);
+    if (!bool_or(c, "scale_attn_weights", 1) || bool_or(c, "scale_attn_by_inverse_layer_idx", 0))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: scale_attn_weights false or scale_attn_by_inverse_layer_idx "
+                         "true is not supported");
+    return special_ids(ctx, c, in, 50256 < in->vocab_size ? 50256 : -1);
+}
+
+/* HF's default rotary frequencies in float32 (1 / base^(2i / dim)), then the scaling. The
+ * parameters are "rope_parameters" (transformers 5: rope_theta and the scaling in one object) or
+ * "rope_theta" and "rope_scaling" (transformers 4). */
+static clf_status rope_freqs(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+    const int64_t dh = k->info.head_dim, n = dh / 2;
+    const cJSON *rp = field(c, "rope_parameters");
+    const double theta = num_or(rp ? rp : c, "rope_theta", num_or(c, "rope_theta", 10000.0));
+    if (!(theta > 1.0) || !isfinite(theta))
+        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: rope_theta %g must be > 1",
+                         theta);
+    if (num_or(c, "partial_rotary_factor", 1.0) != 1.0)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: partial_rotary_factor is not supported");
+    k->inv_freq = malloc(sizeof(float) * (size_t)n);
+    if (!k->inv_freq) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        k->inv_freq[i] = 1.0f / powf((float)theta, (float)(2 * i) / (float)dh);
+    const cJSON *rs = rp ? rp : field(c, "rope_scaling");
+    if (!rs) return CLF_SUCCESS;
+    const char *type = str_or(rs, "rope_type", str_or(rs, "type", "default"));
+    const double factor = num_or(rs, "factor", 1.0);
+    if (strcmp(type, "default") == 0) return CLF_SUCCESS;
+    if (!(factor > 0.0))
+        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: rope_scaling factor %g", factor);
+    if (strcmp(type, "linear") == 0) {
+        for (int64_t i = 0; i < n; i++)
+            k->inv_freq[i] = (float)(k->inv_freq[i] / factor);
+        return CLF_SUCCESS;
+    }
+    if (strcmp(type, "llama3") == 0) { /* Llama 3.1's: long wavelengths slowed by factor */
+        const double lo = num_or(rs, "low_freq_factor", 1.0),
+                     hi = num_or(rs, "high_freq_factor", 4.0);
+        const double old = num_or(rs, "original_max_position_embeddings", 8192.0);
+        if (!(hi > lo))
+            return clf__fail(
+                ctx, CLF_ERROR_BAD_FORMAT,
+                "config.json: rope_scaling high_freq_factor must exceed low_freq_factor");
+        const double lo_wl = old / lo, hi_wl = old / hi;
+        for (int64_t i = 0; i < n; i++) {
+            const double f = k->inv_freq[i], wl = 6.283185307179586476925 / f;
+            double g = wl > lo_wl ? f / factor : f;
+            if (!(wl < hi_wl) && !(wl > lo_wl)) {
+                const double s = (old / wl - lo) / (hi - lo);
+                g = (1.0 - s) * g / factor + s * g;
+            }
+            k->inv_freq[i] = (float)g;
+        }
+        return CLF_SUCCESS;
+    }
+    return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                     "config.json: rope_scaling type \"%s\" is not supported (default, linear, "
+                     "llama3 are)",
+                     type);
+}
+
+static clf_status parse_llama(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+    clf_lm_info *in = &k->info;
+    CLF_TRY(size_field(ctx, c, "vocab_size", 1, &in->vocab_size));
+    CLF_TRY(size_field(ctx, c, "hidden_size", 1, &in->hidden_size));
+    CLF_TRY(size_field(ctx, c, "intermediate_size", 1, &in->ffn_size));
+    CLF_TRY(size_field(ctx, c, "num_hidden_layers", 1, &in->layers));
+    CLF_TRY(size_field(ctx, c, "num_attention_heads", 1, &in->heads));
+    CLF_TRY(size_field(ctx, c, "num_key_value_heads", 0, &in->kv_heads));
+    CLF_TRY(size_field(ctx, c, "head_dim", 0, &in->head_dim));
+    CLF_TRY(size_field(ctx, c, "max_position_embeddings", 0, &in->max_positions));
+    if (!in->kv_heads) in->kv_heads = in->heads;
+    if (!in->max_positions) in->max_positions = 2048;
+    if (!in->head_dim) {
+        if (in->hidden_size % in->heads)
+            return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                             "config.json: hidden_size %lld is not a multiple of "
+                             "num_attention_heads %lld",
+                             (long long)in->hidden_size, (long long)in->heads);
+        in->head_dim = in->hidden_size / in->heads;
+    }
+    if (in->heads % in->kv_heads || in->head_dim % 2 || in->head_dim > 256)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: num_key_value_heads %lld must divide num_attention_heads "
+                         "%lld, and head_dim %lld be even and at most 256",
+                         (long long)in->kv_heads, (long long)in->heads, (long long)in->head_dim);
+    k->norm_eps = (float)num_or(c, "rms_norm_eps", 1e-6);
+    k->tied = bool_or(c, "tie_word_embeddings", 0);
+    const int qwen2 = strcmp(in->arch, "Qwen2ForCausalLM") == 0;
+    k->qkv_bias = qwen2 || bool_or(c, "attention_bias", 0);
+    if (bool_or(c, "mlp_bias", 0))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "config.json: mlp_bias is not supported");
+    const char *act = str_or(c, "hidden_act", "silu");
+    if (strcmp(act, "silu") != 0)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: hidden_act \"%s\" is not supported (silu is)", act);
+    if (strcmp(in->arch, "MistralForCausalLM") == 0) k->window = clf__json_int(c, "sliding_window");
+    if (qwen2 && bool_or(c, "use_sliding_window", 0))
+        k->window = clf__json_int(c, "sliding_window");
+    const cJSON *types = field(c, "layer_types"), *t;
+    cJSON_ArrayForEach(t, types) {
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "full_attention") != 0 &&
+            (strcmp(t->valuestring, "sliding_attention") != 0 ||
+             !clf__json_int(c, "sliding_window")))
+            return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                             "config.json: layer type \"%s\" is not supported", t->valuestring);
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "sliding_attention") == 0)
+            k->window = clf__json_int(c, "sliding_window");
+    }
+    if (k->window >= in->max_positions) k->window = 0; /* never reached */
+    CLF_TRY(rope_freqs(ctx, c, k));
+    return special_ids(ctx, c, in, -1);
+}
+
+static const struct {
+    const char *name;
+    const clf_lm_arch *arch;
+    clf_status (*parse)(clf_context *ctx, const cJSON *c, clf_lm_config *k);
+} k_archs[] = {
+    {"GPT2LMHeadModel", &clf__lm_gpt2, parse_gpt2},
+    {"LlamaForCausalLM", &clf__lm_llama, parse_llama},
+    {"MistralForCausalLM", &clf__lm_llama, parse_llama},
+    {"Qwen2ForCausalLM", &clf__lm_llama, parse_llama},
+};
+
+clf_status clf__lm_read_config(clf_context *ctx, const char *dir, clf_lm_config *k) {
+    memset(k, 0, sizeof(*k));
+    clf_status st = CLF_SUCCESS;
+    cJSON *c = clf__read_json(ctx, dir, "config.json", 1, &st);
+    if (!c) return st;
+    const cJSON *archs = field(c, "architectures");
+    const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    const char *name = cJSON_IsString(a0) ? a0->valuestring : NULL;
+    size_t i = 0;
+    for (; name && i < sizeof(k_archs) / sizeof(k_archs[0]); i++)
+        if (strcmp(name, k_archs[i].name) == 0) break;
+    if (!name || i == sizeof(k_archs) / sizeof(k_archs[0])) {
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                       "%s/config.json: architecture %s%s%s is not supported (GPT2LMHeadModel, "
+                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM are)",
+                       dir, name ? "\"" : "", name ? name : "(none given)", name ? "\"" : "");
+    } else {
+        snprintf(k->info.arch, sizeof(k->info.arch), "%s", name);
+        k->arch = k_archs[i].arch;
+        st = k_archs[i].parse(ctx, c, k);
+        if (st == CLF_SUCCESS && !(k->norm_eps > 0.0f))
+            st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: the norm eps must be > 0");
+        if (st == CLF_SUCCESS && k->info.max_positions > (1 << 24))
+            st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "config.json: over 2^24 positions");
+    }
+    cJSON_Delete(c);
+    if (st != CLF_SUCCESS) clf__lm_config_free(k);
+    return st;
+}
+
+void clf__lm_config_free(clf_lm_config *k) {
+    free(k->inv_freq);
+    k->inv_freq = NULL;
+}
+
+/* ---------------------------------------------------------------- weight files */
+
+void clf__lm_files_free(clf_lm_files *f) {
+    for (size_t i = 0; i < f->n; i++)
+        clf_safetensors_free(f->st[i]);
+    free(f->st);
+    f->st = NULL;
+    f->n = 0;
+}
+
+static clf_status open_one(clf_context *ctx, const char *dir, const char *name, clf_lm_files *f) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    clf_safetensors **grown = realloc(f->st, (f->n + 1) * sizeof(*grown));
+    if (!grown) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    f->st = grown;
+    clf_error err;
+    clf_status st = clf_safetensors_open(path, &f->st[f->n], &err);
+    if (st != CLF_SUCCESS) return clf__fail(ctx, st, "%s", err.message);
+    f->n++;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__lm_open_files(clf_context *ctx, const char *dir, clf_lm_files *f) {
+    memset(f, 0, sizeof(*f));
+    clf_status st = CLF_SUCCESS;
+    cJSON *idx = clf__read_json(ctx, dir, "model.safetensors.index.json", 0, &st);
+    if (st != CLF_SUCCESS) return st;
+    if (!idx) return open_one(ctx, dir, "model.safetensors", f);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(idx, "weight_map"), *e;
+    if (!cJSON_IsObject(map))
+        st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                       "%s/model.safetensors.index.json: no weight_map object", dir);
+    /* Each distinct shard once, in the order first named. */
+    char **seen = NULL;
+    size_t n_seen = 0;
+    const cJSON *list = st == CLF_SUCCESS ? map : NULL;
+    cJSON_ArrayForEach(e, list) {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
+            st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                           "model.safetensors.index.json: \"%s\" must name a file of the folder",
+                           e->string ? e->string : "?");
+            break;
+        }
+        size_t j = 0;
+        while (j < n_seen && strcmp(seen[j], e->valuestring) != 0)
+            j++;
+        if (j < n_seen) continue;
+        char **g = realloc(seen, (n_seen + 1) * sizeof(*g));
+        if (!g) {
+            st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        seen = g;
+        seen[n_seen++] = e->valuestring;
+        if ((st = open_one(ctx, dir, e->valuestring, f)) != CLF_SUCCESS) break;
+    }
+    free(seen);
+    cJSON_Delete(idx);
+    if (st == CLF_SUCCESS && f->n == 0)
+        st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "model.safetensors.index.json lists no file");
+    if (st != CLF_SUCCESS) clf__lm_files_free(f);
+    return st;
+}

@@ -1,0 +1,423 @@
+/*
+ * test_lm.c — decoder-only LLMs from Hugging Face folders against transformers in float64
+ * (tests/data/lm/<name>/, made by tools/make_lm_fixtures.py): GPT-2, Llama (sharded, untied),
+ * Llama with grouped-query attention, head_dim != d / H and llama3 rope scaling (tied), Qwen2
+ * (QKV biases, BF16 weights) and Mistral with multi-query attention.
+ *
+ * Agreement: logits within 1e-4 of the largest |logit| of the reference (the issue's bound; fp32
+ * with d <= 128 and 2 layers is ~1e-6 in practice), greedy ids identical over 20 new tokens,
+ * incremental decoding equal to the full-sequence forward, a batch of sequences of different
+ * lengths equal to each sequence alone, generation stopping at the config's eos id.
+ */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const k_models[] = {"gpt2", "llama", "llama_gqa", "qwen2", "mistral_mqa"};
+#define N_MODELS (sizeof(k_models) / sizeof(k_models[0]))
+
+typedef struct ref {
+    int32_t ids[2 * 9], prompt0[9], prompt1[5], greedy0[20], greedy1[20];
+    float *logits; /* (2, 9, V) */
+    double scale;  /* largest |logit| */
+} ref;
+
+static void model_dir(const char *name, char *out, size_t size) {
+    snprintf(out, size, "%s/tests/data/lm/%s", CLF_SRC, name);
+}
+
+static void read_i32(const clf_safetensors *st, const char *name, int32_t *dst, int64_t n) {
+    clf_error err;
+    if (clf_safetensors_read_i32(st, name, dst, n, &err) != CLF_SUCCESS)
+        fail_msg("reference %s: %s", name, err.message);
+}
+
+static void load_ref(const char *name, int64_t V, ref *r) {
+    char dir[1024], path[1200];
+    model_dir(name, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/reference.safetensors", dir);
+    clf_safetensors *st = NULL;
+    clf_error err;
+    if (clf_safetensors_open(path, &st, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
+    read_i32(st, "ids", r->ids, 18);
+    read_i32(st, "prompt0", r->prompt0, 9);
+    read_i32(st, "prompt1", r->prompt1, 5);
+    read_i32(st, "greedy0", r->greedy0, 20);
+    read_i32(st, "greedy1", r->greedy1, 20);
+    r->logits = malloc(sizeof(float) * (size_t)(18 * V));
+    if (clf_safetensors_read_f32(st, "logits", r->logits, 18 * V, &err) != CLF_SUCCESS)
+        fail_msg("%s", err.message);
+    r->scale = 0;
+    for (int64_t i = 0; i < 18 * V; i++)
+        r->scale = fmax(r->scale, fabs((double)r->logits[i]));
+    clf_safetensors_free(st);
+}
+
+static clf_lm *load_model(const char *name, clf_lm_info *info) {
+    char dir[1024];
+    model_dir(name, dir, sizeof(dir));
+    clf_lm *m = NULL;
+    CLF_OK(clf_lm_load(g_ctx, dir, &m));
+    CLF_OK(clf_lm_get_info(m, info));
+    return m;
+}
+
+/* got (n) against want (n) (float64 values stored as F32): within 1e-4 of the largest. Returns
+ * the worst error relative to the largest logit. */
+static double check_logits(const char *what, const char *model, const float *got, const float *want,
+                           int64_t n, double scale) {
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - (double)want[i]);
+        if (!(e <= worst)) { /* NaN counts as worst */
+            worst = isnan(e) ? INFINITY : e;
+            at = i;
+        }
+    }
+    if (!(worst <= 1e-4 * scale))
+        fail_msg("%s %s: logit %lld got %.7g want %.7g (|err| %.3g > 1e-4 x %.3g)", model, what,
+                 (long long)at, (double)got[at], (double)want[at], worst, scale);
+    return worst / scale;
+}
+
+/* Runs body on each fixture model with its reference. */
+typedef void (*model_case)(const char *name, clf_lm *m, const clf_lm_info *info, const ref *r);
+static void for_each_model(model_case body) {
+    for (size_t mi = 0; mi < N_MODELS; mi++) {
+        clf_lm_info info;
+        clf_lm *m = load_model(k_models[mi], &info);
+        ref r;
+        load_ref(k_models[mi], info.vocab_size, &r);
+        body(k_models[mi], m, &info, &r);
+        free(r.logits);
+        clf_lm_free(m);
+    }
+}
+
+static clf_tensor *ids_tensor(int64_t b, int64_t t, const int32_t *data) {
+    int64_t s[2] = {b, t};
+    return tensor_from(CLF_I32, 2, s, data);
+}
+
+/* The full-sequence forward, then the same tokens fed 4 + 1 + 1 + ... (incremental decoding):
+ * every position's logits match the reference. */
+static void forward_and_incremental_case(const char *name, clf_lm *m, const clf_lm_info *info,
+                                         const ref *r) {
+    const int64_t V = info->vocab_size;
+    clf_lm_state *s = NULL;
+    CLF_OK(clf_lm_state_create(m, 2, 16, &s));
+    int64_t ls[3] = {2, 9, V};
+    clf_tensor *ids = ids_tensor(2, 9, r->ids), *lg = tensor_poisoned(CLF_F32, 3, ls);
+    CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+    float *got = tensor_to_host(lg);
+    const double rel = check_logits("full forward", name, got, r->logits, 18 * V, r->scale);
+    printf("%-12s %-20s %lld parameters: full-forward logits within %.2e of the largest\n", name,
+           info->arch, (long long)info->parameters, rel);
+    assert_int_equal(clf_lm_state_length(s, 0), 9);
+    assert_int_equal(clf_lm_state_length(s, 1), 9);
+    free(got);
+    clf_tensor_free(ids);
+    clf_tensor_free(lg);
+
+    /* incremental: 4 tokens, then one at a time */
+    CLF_OK(clf_lm_state_reset(s));
+    int32_t part[2 * 4];
+    for (int b = 0; b < 2; b++)
+        memcpy(part + 4 * b, r->ids + 9 * b, 4 * sizeof(int32_t));
+    int64_t ps[3] = {2, 4, V};
+    ids = ids_tensor(2, 4, part);
+    lg = tensor_poisoned(CLF_F32, 3, ps);
+    CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+    got = tensor_to_host(lg);
+    for (int b = 0; b < 2; b++)
+        check_logits("prefill of 4", name, got + b * 4 * V, r->logits + b * 9 * V, 4 * V, r->scale);
+    free(got);
+    clf_tensor_free(ids);
+    clf_tensor_free(lg);
+    int64_t os[2] = {2, V};
+    lg = tensor_poisoned(CLF_F32, 2, os); /* (B, V): each sequence's last token */
+    for (int t = 4; t < 9; t++) {
+        int32_t one[2] = {r->ids[t], r->ids[9 + t]};
+        ids = ids_tensor(2, 1, one);
+        CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+        got = tensor_to_host(lg);
+        for (int b = 0; b < 2; b++)
+            check_logits("incremental step", name, got + b * V, r->logits + (b * 9 + t) * V, V,
+                         r->scale);
+        free(got);
+        clf_tensor_free(ids);
+    }
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+}
+
+static void test_forward_and_incremental(void **state) {
+    (void)state;
+    for_each_model(forward_and_incremental_case);
+}
+
+/* Two prompts of 9 and 5 tokens in one batch (right-padded, n_new 9 and 5), then steps where one
+ * sequence advances and the other waits: each sequence's logits equal its run alone (B = 1), and
+ * the prefill's equal the reference. */
+static void batch_of_lengths_case(const char *name, clf_lm *m, const clf_lm_info *info,
+                                  const ref *r) {
+    const int64_t V = info->vocab_size;
+    clf_lm_state *s = NULL, *alone[2] = {NULL, NULL};
+    CLF_OK(clf_lm_state_create(m, 2, 20, &s));
+    int32_t pad[18];
+    memcpy(pad, r->prompt0, sizeof(r->prompt0));
+    memcpy(pad + 9, r->prompt1, sizeof(r->prompt1));
+    for (int i = 14; i < 18; i++)
+        pad[i] = 3; /* padding, never used */
+    const int64_t n_new[2] = {9, 5};
+    int64_t os[2] = {2, V}, o1[2] = {1, V};
+    clf_tensor *ids = ids_tensor(2, 9, pad), *lg = tensor_poisoned(CLF_F32, 2, os);
+    clf_tensor *lg1 = tensor_poisoned(CLF_F32, 2, o1);
+    CLF_OK(clf_lm_state_step(s, ids, n_new, lg));
+    float *got = tensor_to_host(lg);
+    check_logits("batched prefill, sequence 0", name, got, r->logits + 8 * V, V, r->scale);
+    check_logits("batched prefill, sequence 1", name, got + V, r->logits + (9 + 4) * V, V,
+                 r->scale);
+    free(got);
+    clf_tensor_free(ids);
+    assert_int_equal(clf_lm_state_length(s, 1), 5);
+    /* each alone */
+    for (int b = 0; b < 2; b++) {
+        CLF_OK(clf_lm_state_create(m, 1, 20, &alone[b]));
+        clf_tensor *one = ids_tensor(1, (int64_t)n_new[b], b ? r->prompt1 : r->prompt0);
+        CLF_OK(clf_lm_state_step(alone[b], one, NULL, lg1));
+        clf_tensor_free(one);
+    }
+    /* steps: both, only sequence 1, both */
+    const int64_t adv[3][2] = {{1, 1}, {0, 1}, {1, 1}};
+    for (int st = 0; st < 3; st++) {
+        int32_t tok[2] = {(int32_t)(17 + st), (int32_t)(40 + 3 * st)};
+        ids = ids_tensor(2, 1, tok);
+        CLF_OK(clf_lm_state_step(s, ids, adv[st], lg));
+        clf_tensor_free(ids);
+        got = tensor_to_host(lg);
+        for (int b = 0; b < 2; b++) {
+            if (!adv[st][b]) continue;
+            clf_tensor *one = ids_tensor(1, 1, &tok[b]);
+            CLF_OK(clf_lm_state_step(alone[b], one, NULL, lg1));
+            clf_tensor_free(one);
+            float *want = tensor_to_host(lg1);
+            check_logits("batch vs alone", name, got + b * V, want, V, r->scale);
+            free(want);
+        }
+        free(got);
+    }
+    assert_int_equal(clf_lm_state_length(s, 0), 11);
+    assert_int_equal(clf_lm_state_length(s, 1), 8);
+    clf_tensor_free(lg);
+    clf_tensor_free(lg1);
+    clf_lm_state_free(s);
+    clf_lm_state_free(alone[0]);
+    clf_lm_state_free(alone[1]);
+}
+
+static void test_batch_of_lengths(void **state) {
+    (void)state;
+    for_each_model(batch_of_lengths_case);
+}
+
+/* Greedy generation of 20 tokens for both prompts at once equals transformers' greedy ids; without
+ * ignore_eos it stops at the config's eos id (not stored). */
+static void greedy_case(const char *name, clf_lm *m, const clf_lm_info *info, const ref *r) {
+    const int32_t *prompts[2] = {r->prompt0, r->prompt1};
+    const int64_t lens[2] = {9, 5};
+    int32_t tokens[40];
+    int64_t counts[2];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 20;
+    gp.ignore_eos = 1;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
+    const int32_t *want[2] = {r->greedy0, r->greedy1};
+    for (int b = 0; b < 2; b++) {
+        assert_int_equal(counts[b], 20);
+        for (int t = 0; t < 20; t++)
+            if (tokens[b * 20 + t] != want[b][t])
+                fail_msg("%s greedy sequence %d token %d: %d, transformers %d", name, b, t,
+                         tokens[b * 20 + t], want[b][t]);
+    }
+    assert_int_equal(info->n_eos, 1);
+    gp.ignore_eos = 0;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
+    for (int b = 0; b < 2; b++) {
+        int64_t stop = 0;
+        while (stop < 20 && want[b][stop] != info->eos[0])
+            stop++;
+        assert_int_equal(counts[b], stop);
+        for (int64_t t = 0; t < 20; t++)
+            assert_int_equal(tokens[b * 20 + t], t < stop ? want[b][t] : -1);
+    }
+    assert_true(counts[0] < 20); /* the fixture's eos appears in greedy0 */
+}
+
+static void test_greedy(void **state) {
+    (void)state;
+    for_each_model(greedy_case);
+}
+
+static int stop_after_3(void *user, int64_t seq, int32_t token) {
+    int *seen = user;
+    (void)token;
+    return ++seen[seq] >= 3;
+}
+
+/* Sampling: the same seed gives the same tokens; top_k 1 and a tiny top_p are greedy; a callback
+ * can stop a sequence; the repetition penalty changes greedy output and keeps ids in range. */
+static void test_sampling(void **state) {
+    (void)state;
+    clf_lm_info info;
+    clf_lm *m = load_model("llama_gqa", &info);
+    ref r;
+    load_ref("llama_gqa", info.vocab_size, &r);
+    const int32_t *prompts[2] = {r.prompt0, r.prompt1};
+    const int64_t lens[2] = {9, 5};
+    int32_t a[40], b[40];
+    int64_t ca[2], cb[2];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 20;
+    gp.ignore_eos = 1;
+    gp.sampling.temperature = 1.5f;
+    gp.sampling.top_k = 50;
+    gp.sampling.top_p = 0.95f;
+    gp.sampling.seed = 7;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, a, ca));
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, b, cb));
+    assert_memory_equal(a, b, sizeof(a));
+    gp.sampling.seed = 8;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, b, cb));
+    assert_true(memcmp(a, b, sizeof(a)) != 0); /* 40 draws at temperature 1.5 */
+    for (int i = 0; i < 40; i++)
+        assert_true(a[i] >= 0 && a[i] < info.vocab_size);
+    for (int mode = 0; mode < 2; mode++) { /* top_k 1, then top_p 1e-6: both greedy */
+        gp.sampling.top_k = mode == 0 ? 1 : 0;
+        gp.sampling.top_p = mode == 0 ? 1.0f : 1e-6f;
+        CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, a, ca));
+        assert_memory_equal(a, r.greedy0, sizeof(r.greedy0));
+        assert_memory_equal(a + 20, r.greedy1, sizeof(r.greedy1));
+    }
+    gp.sampling = clf_sampling_default_params();
+    gp.sampling.repetition_penalty = 1.3f; /* greedy on the host, repeats discouraged */
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, a, ca));
+    assert_true(memcmp(a, r.greedy0, sizeof(r.greedy0)) != 0);
+    int seen[2] = {0, 0};
+    gp.on_token = stop_after_3;
+    gp.user = seen;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, a, ca));
+    assert_int_equal(ca[0], 3);
+    assert_int_equal(ca[1], 3);
+    assert_int_equal(a[3], -1);
+    free(r.logits);
+    clf_lm_free(m);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Folders clformer cannot run, and bad calls: clear errors, nothing changed. */
+static void test_bad_input(void **state) {
+    (void)state;
+    clf_lm *m = NULL;
+    assert_int_equal(clf_lm_load(g_ctx, "/nonexistent/model", &m), CLF_ERROR_IO);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "config.json"));
+    char dir[] = "/tmp/clf-lm-test-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    write_file(path, "{\"architectures\": [\"BertModel\"]}");
+    assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "BertModel"));
+    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2, \"hidden_act\": \"gelu\"}");
+    assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "hidden_act"));
+    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                     "\"factor\": 4}}");
+    assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "yarn"));
+    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1}");
+    assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_BAD_FORMAT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "num_attention_heads"));
+    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2}"); /* no weights */
+    assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_IO);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "model.safetensors"));
+    assert_null(m);
+    remove(path);
+    rmdir(dir);
+
+    clf_lm_info info;
+    m = load_model("llama_gqa", &info);
+    clf_lm_state *s = NULL;
+    assert_int_equal(clf_lm_state_create(m, 0, 8, &s), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_create(m, 1, info.max_positions + 1, &s),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    CLF_OK(clf_lm_state_create(m, 2, 6, &s));
+    int32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t os[2] = {2, info.vocab_size}, bad[2] = {2, 5};
+    clf_tensor *t4 = ids_tensor(2, 4, ids), *t3 = ids_tensor(1, 4, ids);
+    clf_tensor *lg = tensor_poisoned(CLF_F32, 2, os), *lbad = tensor_poisoned(CLF_F32, 2, bad);
+    assert_int_equal(clf_lm_state_step(s, t3, NULL, lg), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_lm_state_step(s, t4, NULL, lbad), CLF_ERROR_SHAPE_MISMATCH);
+    const int64_t over[2] = {5, 1}, neg[2] = {-1, 1};
+    assert_int_equal(clf_lm_state_step(s, t4, over, lg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_step(s, t4, neg, lg), CLF_ERROR_INVALID_ARGUMENT);
+    CLF_OK(clf_lm_state_step(s, t4, NULL, lg));
+    assert_int_equal(clf_lm_state_step(s, t4, NULL, lg), CLF_ERROR_SIZE_LIMIT); /* 8 > 6 */
+    assert_int_equal(clf_lm_state_length(s, 0), 4);
+    assert_int_equal(clf_lm_state_length(s, 5), -1);
+    int32_t oor[8] = {1, 2, 3, 4, 5, 6, 7, 9999};
+    clf_tensor *to = ids_tensor(2, 1, oor + 6);
+    assert_int_equal(clf_lm_state_step(s, to, NULL, lg), CLF_ERROR_OUT_OF_RANGE);
+    assert_int_equal(clf_lm_state_length(s, 1), 4);
+    /* generate's checks */
+    const int32_t *prompts[1] = {oor};
+    int64_t plen[1] = {8}, cnt[1];
+    int32_t toks[4];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 4;
+    assert_int_equal(clf_lm_generate(m, prompts, plen, 1, &gp, toks, cnt), CLF_ERROR_OUT_OF_RANGE);
+    plen[0] = 0;
+    assert_int_equal(clf_lm_generate(m, prompts, plen, 1, &gp, toks, cnt),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    plen[0] = 3;
+    gp.sampling.top_p = 0.0f;
+    assert_int_equal(clf_lm_generate(m, prompts, plen, 1, &gp, toks, cnt),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    gp = clf_generate_default_params();
+    gp.max_new_tokens = info.max_positions;
+    assert_int_equal(clf_lm_generate(m, prompts, plen, 1, &gp, toks, cnt), CLF_ERROR_SIZE_LIMIT);
+    clf_tensor *all[] = {t4, t3, lg, lbad, to};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        clf_tensor_free(all[i]);
+    clf_lm_state_free(s);
+    clf_lm_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_and_incremental),
+        cmocka_unit_test(test_batch_of_lengths),
+        cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_bad_input),
+    };
+    return HARNESS_RUN("lm", tests);
+}
