@@ -209,6 +209,12 @@ typedef struct clf_lm_info {
 
 /* Loads the model in folder dir (config.json, model.safetensors or its shards). */
 CLF_API clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out);
+/* A LlamaForCausalLM of the sizes in `sizes` (vocab_size, hidden_size, ffn_size, layers, heads,
+ * kv_heads, head_dim (0: hidden_size / heads), max_positions; the rest ignored) with random
+ * weights drawn from seed (uniform, scaled by 1 / sqrt(fan-in); norms 1; rope_theta 500000,
+ * untied head): for benchmarks and tests, no file involved. */
+CLF_API clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint64_t seed,
+                                        clf_lm **out);
 CLF_API void clf_lm_free(clf_lm *m);
 CLF_API clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out);
 

@@ -8,6 +8,7 @@
  * (a sort of the vocabulary per token: not yet on the device).
  */
 #include "lm.h"
+#include "../rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,14 +30,6 @@ clf_generate_params clf_generate_default_params(void) {
     return p;
 }
 
-/* splitmix64: one stream per sequence, from the seed and the sequence's index. */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 typedef struct scored {
     float v;
     int32_t id;
@@ -51,7 +44,7 @@ static int by_value_desc(const void *a, const void *b) {
 /* Picks the next token from logits (V) (modified in place); seen (V): tokens of the sequence so
  * far (for the repetition penalty); order: V entries of scratch. */
 static int32_t sample_one(float *logits, int64_t V, const unsigned char *seen,
-                          const clf_sampling_params *p, uint64_t *rng, scored *order) {
+                          const clf_sampling_params *p, clf_rng *rng, scored *order) {
     if (p->repetition_penalty != 1.0f)
         for (int64_t i = 0; i < V; i++)
             if (seen[i])
@@ -85,7 +78,7 @@ static int32_t sample_one(float *logits, int64_t V, const unsigned char *seen,
         for (i = 0; i < keep; i++)
             sum += exp((double)order[i].v - (double)order[0].v);
     }
-    const double u = (double)(next_u64(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    const double u = clf_rng_uniform(rng, 0.0, sum);
     double acc = 0.0;
     for (int64_t i = 0; i < keep; i++) {
         acc += exp((double)order[i].v - (double)order[0].v);
@@ -145,7 +138,7 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
     unsigned char *seen = host_sampling ? calloc((size_t)(n * V), 1) : NULL;
     float *host_logits = host_sampling ? malloc(sizeof(float) * (size_t)(n * V)) : NULL;
     scored *order = host_sampling ? malloc(sizeof(scored) * (size_t)V) : NULL;
-    uint64_t *rng = malloc(sizeof(uint64_t) * (size_t)n);
+    clf_rng *rng = malloc(sizeof(clf_rng) * (size_t)n);
     clf_status st = CLF_SUCCESS;
     if (!host_ids || !n_new || !next || !done || !rng ||
         (host_sampling && (!seen || !host_logits || !order))) {
@@ -156,7 +149,8 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
         memcpy(host_ids + b * longest, prompts[b], sizeof(int32_t) * (size_t)prompt_lens[b]);
         n_new[b] = prompt_lens[b];
         counts[b] = 0;
-        rng[b] = sp->seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(b + 1));
+        rng[b] =
+            clf_rng_make(sp->seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(b + 1))); /* per sequence */
         for (int64_t t = 0; seen && t < prompt_lens[b]; t++)
             seen[b * V + prompts[b][t]] = 1;
     }

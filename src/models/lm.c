@@ -6,7 +6,11 @@
  * The family (arch_llama.c, arch_gpt2.c) gives the loader, embedding, block and norm.
  */
 #include "lm.h"
+#include "../rng.h"
 
+#include <math.h>
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +99,85 @@ clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {
     return CLF_SUCCESS;
 fail:
     clf__lm_files_free(&files);
+    clf_lm_free(m);
+    return st;
+}
+
+/* A (rows, cols) (or (rows)) tensor of uniform values in [-scale, scale) (scale < 0: all 1). */
+static clf_status random_tensor(clf_context *ctx, int64_t rows, int64_t cols, double scale,
+                                clf_rng *rng, clf_tensor **out) {
+    const int64_t shape[2] = {rows, cols}, n = rows * (cols ? cols : 1);
+    float *h = malloc(sizeof(float) * (size_t)n);
+    if (!h) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        h[i] = scale < 0 ? 1.0f : (float)clf_rng_uniform(rng, -scale, scale);
+    clf_status st = clf_tensor_create(ctx, CLF_F32, cols ? 2 : 1, shape, out);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(*out, h, sizeof(float) * (size_t)n);
+    free(h);
+    return st;
+}
+
+static clf_status random_lin(clf_context *ctx, int64_t out, int64_t in, clf_rng *rng, clf_lin *l) {
+    CLF_TRY(random_tensor(ctx, out, in, 1.0 / sqrt((double)in), rng, &l->w));
+    return clf__pack(ctx, &l->w);
+}
+
+clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint64_t seed,
+                                clf_lm **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!sizes || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm: sizes and out must not be NULL");
+    *out = NULL;
+    clf_lm_info in = *sizes;
+    if (in.heads > 0 && !in.head_dim && in.hidden_size % in.heads == 0)
+        in.head_dim = in.hidden_size / in.heads;
+    if (in.vocab_size < 1 || in.hidden_size < 1 || in.ffn_size < 1 || in.layers < 1 ||
+        in.heads < 1 || in.kv_heads < 1 || in.heads % in.kv_heads || in.head_dim < 2 ||
+        in.head_dim % 2 || in.head_dim > 256 || in.max_positions < 1 ||
+        in.max_positions > (1 << 24))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm: sizes must be positive, kv_heads dividing heads, head_dim even and "
+                         "at most 256, max_positions at most 2^24");
+    clf_lm *m = calloc(1, sizeof(*m));
+    if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    snprintf(in.arch, sizeof(in.arch), "LlamaForCausalLM");
+    in.bos = -1;
+    in.n_eos = 0;
+    m->cfg.info = in;
+    m->cfg.arch = &clf__lm_llama;
+    m->cfg.norm_eps = 1e-5f;
+    clf_status st = CLF_SUCCESS;
+    const int64_t d = in.hidden_size, q = in.heads * in.head_dim, kv = in.kv_heads * in.head_dim,
+                  F = in.ffn_size, half = in.head_dim / 2;
+    m->layers = calloc((size_t)in.layers, sizeof(clf_lm_layer));
+    m->cfg.inv_freq = malloc(sizeof(float) * (size_t)half);
+    if (!m->layers || !m->cfg.inv_freq) {
+        st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto fail;
+    }
+    for (int64_t i = 0; i < half; i++)
+        m->cfg.inv_freq[i] = 1.0f / powf(500000.0f, (float)(2 * i) / (float)in.head_dim);
+    clf_rng rng = clf_rng_make(seed);
+    CLF_CHECK(random_tensor(ctx, in.vocab_size, d, 1.0, &rng, &m->tok));
+    CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &m->final.g));
+    CLF_CHECK(random_lin(ctx, in.vocab_size, d, &rng, &m->head));
+    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 1, &half, &m->freq));
+    CLF_CHECK(clf_tensor_write(m->freq, m->cfg.inv_freq, sizeof(float) * (size_t)half));
+    for (int64_t i = 0; i < in.layers; i++) {
+        clf_lm_layer *l = &m->layers[i];
+        CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &l->n1.g));
+        CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &l->n2.g));
+        CLF_CHECK(random_lin(ctx, q + 2 * kv, d, &rng, &l->qkv));
+        CLF_CHECK(random_lin(ctx, d, q, &rng, &l->o));
+        CLF_CHECK(random_lin(ctx, 2 * F, d, &rng, &l->up));
+        CLF_CHECK(random_lin(ctx, d, F, &rng, &l->down));
+    }
+    m->cfg.info.parameters = count_params(m);
+    *out = m;
+    return CLF_SUCCESS;
+fail:
     clf_lm_free(m);
     return st;
 }

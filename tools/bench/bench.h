@@ -83,6 +83,8 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
 int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Layer records: encoder_layer (FMA peak fraction, tokens/s) and decoder_step per context. */
 int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r);
+/* LLM records (llm.c): llm_prefill and llm_decode on a Llama-shaped random model. */
+int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Fills pct_peak of compute-bound records once the FMA peak is known. */
 void bench_gemm_finish(const bench_peaks *p, bench_results *r);
 int bench_add_result(bench_results *r, const bench_result *x);

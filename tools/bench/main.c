@@ -30,7 +30,8 @@ static void usage(FILE *f) {
                "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,\n"
                "                  add_rmsnorm,rope,posenc,embedding_posenc,bias_gelu,swiglu,add,\n"
                "                  gemm, attention_tiled, attention_naive, attention_decode,\n"
-               "                  attention_gqa, encoder_layer, decoder_step,\n"
+               "                  attention_gqa, encoder_layer, decoder_step, llm_prefill,\n"
+               "                  llm_decode,\n"
                "                  model_minilm ($CLF_MODEL_DIR, else models/all-MiniLM-L6-v2)\n"
                "  --all-devices   every device in turn, each with its own ceilings (simulators\n"
                "                  are left out; RUSTICL_ENABLE=llvmpipe adds rusticl's device)\n"
@@ -222,6 +223,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
     if (bench_attention_run(ctx, &o, &results)) goto done;
     if (bench_model_run(ctx, &o, &results)) goto done;
+    if (bench_llm_run(ctx, &o, &results)) goto done;
     bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
     if (c->compare) bench_compare_results(&results, &base, c->threshold, stdout);

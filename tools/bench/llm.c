@@ -1,0 +1,114 @@
+/*
+ * llm.c — clformer-bench's LLM records on a Llama-shaped model with random weights built in
+ * memory (clf_lm_create_random): d 768, 12 layers, 12 query heads on 4 K/V heads of 64, SwiGLU
+ * FFN 2048, vocabulary 32000, untied head: 124 M parameters (the shape of
+ * tools/bench_lm_torch.py, which times transformers on the same CPU).
+ *   llm_prefill: one prompt of P tokens in one step: tokens/s and % of the FMA roof (2 flops per
+ *                weight per token, plus attention's 4 P^2 / 2 Dh H per layer).
+ *   llm_decode:  single-token steps after that prompt, each ending in the device argmax and a
+ *                read of the id (what generation does): tokens/s, and the bytes a step must read
+ *                (every weight but the embedding table once, plus the K/V cache) as % of the
+ *                copy roof.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int fail(clf_context *ctx, const char *what, clf_status st) {
+    fprintf(stderr, "clformer-bench: %s: %s: %s\n", what, clf_strerror(st),
+            clf_context_last_error(ctx));
+    return 1;
+}
+
+int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    const int want_prefill = bench_op_selected(o, "llm_prefill"),
+              want_decode = bench_op_selected(o, "llm_decode");
+    if (!want_prefill && !want_decode) return 0;
+    clf_lm_info sz = {0};
+    sz.vocab_size = 32000;
+    sz.hidden_size = 768;
+    sz.ffn_size = 2048;
+    sz.layers = 12;
+    sz.heads = 12;
+    sz.kv_heads = 4;
+    sz.head_dim = 64;
+    sz.max_positions = 4096;
+    const int64_t P = o->quick ? 128 : 512, steps = o->quick ? 8 : 32;
+    bench_progress("model: llm (Llama-shaped, random weights)");
+    clf_lm *m = NULL;
+    clf_status s = clf_lm_create_random(ctx, &sz, 1, &m);
+    if (s != CLF_SUCCESS) return fail(ctx, "llm", s);
+    clf_lm_info in;
+    clf_lm_get_info(m, &in);
+    const double d = (double)in.hidden_size, V = (double)in.vocab_size;
+    const double weights = (double)in.parameters - V * d; /* all but the embedding table */
+    const double kv_row = 2.0 * (double)(in.kv_heads * in.head_dim) * (double)in.layers;
+    clf_lm_state *st = NULL;
+    clf_tensor *ids = NULL, *one = NULL, *logits = NULL, *am = NULL;
+    const int64_t ps[2] = {1, P}, os[2] = {1, 1}, ls[2] = {1, in.vocab_size}, n1 = 1;
+    int32_t *h = malloc(sizeof(int32_t) * (size_t)P);
+    s = h ? clf_lm_state_create(m, 1, P + steps + 2, &st) : CLF_ERROR_OUT_OF_MEMORY;
+    if (s == CLF_SUCCESS) s = clf_tensor_create(ctx, CLF_I32, 2, ps, &ids);
+    if (s == CLF_SUCCESS) s = clf_tensor_create(ctx, CLF_I32, 2, os, &one);
+    if (s == CLF_SUCCESS) s = clf_tensor_create(ctx, CLF_F32, 2, ls, &logits);
+    if (s == CLF_SUCCESS) s = clf_tensor_create(ctx, CLF_I32, 1, &n1, &am);
+    for (int64_t i = 0; h && i < P; i++)
+        h[i] = (int32_t)((i * 7919) % in.vocab_size);
+    if (s == CLF_SUCCESS) s = clf_tensor_write(ids, h, sizeof(int32_t) * (size_t)P);
+    if (s == CLF_SUCCESS) s = clf_tensor_fill(one, 5);
+    /* prefill: a first call builds the kernels, then the median of timed prefills */
+    double t[32];
+    const int samples = o->quick ? 2 : 3;
+    if (s == CLF_SUCCESS) s = clf_lm_state_step(st, ids, NULL, logits);
+    if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
+        s = clf_lm_state_reset(st);
+        const double t0 = bench_now_ms();
+        if (s == CLF_SUCCESS) s = clf_lm_state_step(st, ids, NULL, logits);
+        if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+        t[i] = bench_now_ms() - t0;
+    }
+    int rc = s != CLF_SUCCESS ? fail(ctx, "llm_prefill", s) : 0;
+    if (!rc && want_prefill) {
+        const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
+        bench_result res = bench_result_make("llm_prefill", 4, sh, "compute");
+        res.ms = bench_median(t, samples);
+        const double attn = 2.0 * (double)P * (double)P * (double)(in.heads * in.head_dim) *
+                            (double)in.layers; /* causal: half of 4 P^2 q per layer */
+        res.gflops = (2.0 * weights * (double)P + attn) / (res.ms * 1e6);
+        res.tokens_per_s = (double)P / (res.ms / 1000.0);
+        snprintf(res.note, sizeof(res.note), "%.0f M parameters", (double)in.parameters / 1e6);
+        rc = bench_add_result(r, &res);
+    }
+    /* decode: steps at context P .. P + steps, each with argmax and a read of the id */
+    for (int64_t i = 0; i < steps + 1 && !rc && want_decode; i++) {
+        const double t0 = bench_now_ms();
+        int32_t next;
+        s = clf_lm_state_step(st, one, NULL, logits);
+        if (s == CLF_SUCCESS) s = clf_argmax(ctx, logits, am);
+        if (s == CLF_SUCCESS) s = clf_tensor_read(am, &next, sizeof(next));
+        if (s != CLF_SUCCESS) rc = fail(ctx, "llm_decode", s);
+        if (i > 0) t[(i - 1) % 32] = bench_now_ms() - t0; /* the first is a warm-up */
+    }
+    if (!rc && want_decode) {
+        const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
+        bench_result res = bench_result_make("llm_decode", 4, sh, "memory");
+        const int n = steps < 32 ? (int)steps : 32;
+        res.ms = bench_median(t, n);
+        res.context = P + steps / 2;
+        res.tokens_per_s = 1000.0 / res.ms;
+        const double bytes = 4.0 * (weights + kv_row * (double)res.context);
+        res.gbps = bytes / (res.ms * 1e6);
+        res.gflops = 2.0 * weights / (res.ms * 1e6);
+        snprintf(res.note, sizeof(res.note), "%.0f MB read per token", bytes / 1e6);
+        rc = bench_add_result(r, &res);
+    }
+    free(h);
+    clf_tensor *ts[] = {ids, one, logits, am};
+    for (size_t i = 0; i < 4; i++)
+        clf_tensor_free(ts[i]);
+    clf_lm_state_free(st);
+    clf_lm_free(m);
+    return rc;
+}
