@@ -6,7 +6,7 @@
  * which that library's older tables do not know.
  */
 #include "internal.h"
-#include "unicode_tables.h"
+#include "unicode.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,16 +30,9 @@ static void set_err(char *err, size_t size, const char *path, const char *why) {
     if (err && size) snprintf(err, size, "%s%s%s", path ? path : "", path ? ": " : "", why);
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Id of the token s[0..n), or -1. */
 static int32_t lookup(const clf_tokenizer *t, const char *s, size_t n) {
-    for (uint64_t i = hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
+    for (uint64_t i = clf__hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
         int32_t id = t->slots[i];
         if (id < 0) return -1;
         const char *tok = t->tokens[id];
@@ -102,7 +95,7 @@ clf_status clf_tokenizer_load(const char *path, clf_tokenizer **out, clf_error *
         const int32_t id = (int32_t)t->n;
         t->tokens[t->n++] = p;
         if (lookup(t, p, len) < 0) { /* a duplicate line keeps its first id */
-            uint64_t i = hash_bytes(p, len) & t->mask;
+            uint64_t i = clf__hash_bytes(p, len) & t->mask;
             while (t->slots[i] >= 0)
                 i = (i + 1) & t->mask;
             t->slots[i] = id;
@@ -137,36 +130,16 @@ int64_t clf_tokenizer_find(const clf_tokenizer *t, const char *token) {
 
 /* ---------------------------------------------------------------- Unicode */
 
-static bool in_ranges(const clf_cp_range *r, size_t n, uint32_t cp) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < r[mid].first)
-            hi = mid;
-        else if (cp > r[mid].last)
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
-static bool is_whitespace(uint32_t c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0D) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-           c == 0x205F || c == 0x3000;
-}
-
 static bool is_control(uint32_t c) {
     if (c == '\t' || c == '\n' || c == '\r') return false;
-    return in_ranges(clf__other, clf__other_count, c);
+    return clf__in_ranges(clf__other, clf__other_count, c);
 }
 
 static bool is_punct(uint32_t c) {
     if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
         (c >= 123 && c <= 126))
         return true;
-    return c > 127 && in_ranges(clf__punct, clf__punct_count, c);
+    return c > 127 && clf__in_ranges(clf__punct, clf__punct_count, c);
 }
 
 /* The CJK blocks of Hugging Face's tokenizers (its Rust BertNormalizer starts the fifth range at
@@ -205,56 +178,6 @@ static int fold(uint32_t c, uint32_t out[3]) {
     return 1;
 }
 
-/* Next code point of UTF-8 text at *p (advanced); invalid sequences give 0xFFFD. */
-static uint32_t next_cp(const unsigned char **p) {
-    const unsigned char *s = *p;
-    uint32_t c = s[0];
-    int n = c < 0x80             ? 0
-            : (c & 0xE0) == 0xC0 ? 1
-            : (c & 0xF0) == 0xE0 ? 2
-            : (c & 0xF8) == 0xF0 ? 3
-                                 : -1;
-    if (n < 0) {
-        *p = s + 1;
-        return 0xFFFD;
-    }
-    c = n == 0 ? c : c & (0x3F >> n);
-    for (int i = 1; i <= n; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *p = s + i;
-            return 0xFFFD;
-        }
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    *p = s + n + 1;
-    static const uint32_t min[4] = {0, 0x80, 0x800, 0x10000};
-    if (c < min[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0xFFFD;
-    return c;
-}
-
-static int put_utf8(uint32_t c, char *o) {
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | c >> 6);
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | c >> 12);
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | c >> 18);
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 /* ---------------------------------------------------------------- encoding */
 
 typedef struct out_ids {
@@ -278,7 +201,7 @@ static bool wordpiece(const clf_tokenizer *t, const uint32_t *w, size_t n, out_i
     buf[0] = buf[1] = '#';
     for (size_t i = 0; i < n; i++) {
         offs[i] = len;
-        len += (size_t)put_utf8(w[i], buf + len);
+        len += (size_t)clf__utf8_put(w[i], buf + len);
     }
     offs[n] = len;
     char *cand = buf + len;
@@ -325,9 +248,9 @@ clf_status clf_tokenizer_encode(const clf_tokenizer *t, const char *text, int64_
     }
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)text; *p;) {
-        const uint32_t c = next_cp(&p);
+        const uint32_t c = clf__utf8_next(&p);
         if (c == 0xFFFD || is_control(c)) continue;
-        if (is_whitespace(c)) {
+        if (clf__is_white_space(c)) {
             cps[n++] = ' ';
             continue;
         }
@@ -343,7 +266,7 @@ clf_status clf_tokenizer_encode(const clf_tokenizer *t, const char *text, int64_
     bool room = true;
     size_t ws = 0; /* start of the current word */
     for (size_t i = 0; i <= n && room; i++) {
-        const bool end = i == n, space = !end && is_whitespace(cps[i]);
+        const bool end = i == n, space = !end && clf__is_white_space(cps[i]);
         const bool punct = !end && !space && is_punct(cps[i]);
         if (end || space || punct) {
             room = wordpiece(t, cps + ws, i - ws, &o, buf, offs);

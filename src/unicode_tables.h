@@ -1,5 +1,5 @@
 /*
- * unicode_tables.h — the Unicode tables of the BERT tokenizer (src/unicode_tables.c is generated
+ * unicode_tables.h — the Unicode tables of the tokenizers (WordPiece, BPE) (src/unicode_tables.c is generated
  * by tools/gen_unicode_tables.py). All arrays are sorted by code point.
  */
 #ifndef CLFORMER_UNICODE_TABLES_H
@@ -24,5 +24,9 @@ extern const clf_cp_range clf__other[]; /* Cc, Cf, Cs, Co */
 extern const size_t clf__other_count;
 extern const clf_cp_range clf__punct[]; /* P* */
 extern const size_t clf__punct_count;
+extern const clf_cp_range clf__letter[]; /* L* */
+extern const size_t clf__letter_count;
+extern const clf_cp_range clf__number[]; /* N* */
+extern const size_t clf__number_count;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * clformer/io.h — model files: safetensors, and the WordPiece tokenizer.
+ * clformer/io.h — model files: safetensors, the WordPiece tokenizer and BPE tokenizers.
  * Part of clformer's public API; include <clformer/clformer.h>, which includes every part.
  */
 #ifndef CLFORMER_IO_H
@@ -99,6 +99,52 @@ CLF_API int64_t clf_tokenizer_find(const clf_tokenizer *tok, const char *token);
  * receives the number written. */
 CLF_API clf_status clf_tokenizer_encode(const clf_tokenizer *tok, const char *text, int64_t max_len,
                                         int32_t *ids, int64_t *count);
+
+/* ---------------------------------------------------------------- BPE tokenizers (tokenizer.json)
+ * Hugging Face's tokenizer.json for BPE models, encoding and decoding as its tokenizers library
+ * does:
+ *   byte-level BPE (GPT-2, Llama 3, Qwen2): pre-tokenizer ByteLevel (GPT-2's split pattern), or
+ *     a Sequence of a Split on the GPT-2, Llama 3 or Qwen2 pattern and ByteLevel; decoder
+ *     ByteLevel;
+ *   SentencePiece-style BPE (Llama 2, Mistral): the metaspace U+2581 for spaces (normalizer
+ *     Prepend + Replace, or a Metaspace pre-tokenizer), byte_fallback to <0xXX> tokens, unknown
+ *     pieces to unk_token; decoders Replace, ByteFallback, Fuse, Strip, Metaspace;
+ *   added tokens (special or not), matched before anything else, longest first; the
+ *     post-processor's single-sequence template (e.g. Llama's <s> first) when add_special is 1;
+ *   BPE merges by rank (ignore_merges: a pre-token already in the vocabulary is kept whole).
+ * Other normalizers (NFC, NFKC, Lowercase ...), split patterns and models are refused, naming
+ * what is not supported. Invalid UTF-8 input bytes are encoded as U+FFFD. */
+typedef struct clf_bpe clf_bpe;
+
+CLF_API clf_status clf_bpe_load(const char *path, clf_bpe **out, clf_error *err);
+CLF_API void clf_bpe_free(clf_bpe *t);
+/* One more than the largest id (model vocabulary and added tokens). */
+CLF_API int64_t clf_bpe_vocab_size(const clf_bpe *t);
+/* The id of a token (vocabulary or added), -1 if absent; the token of an id, NULL if none (owned
+ * by t). */
+CLF_API int64_t clf_bpe_find(const clf_bpe *t, const char *token);
+CLF_API const char *clf_bpe_token(const clf_bpe *t, int64_t id);
+/* 1 if id is an added token marked special (skipped by decoding with skip_special). */
+CLF_API int clf_bpe_is_special(const clf_bpe *t, int64_t id);
+/* Encodes UTF-8 text; add_special: the post-processor's template tokens too. Writes at most cap
+ * ids (ids may be NULL when cap is 0); *count receives the number of ids of the whole encoding,
+ * and the call fails with CLF_ERROR_SIZE_LIMIT (ids holding the first cap) if it exceeds cap. */
+CLF_API clf_status clf_bpe_encode(const clf_bpe *t, const char *text, int add_special, int32_t *ids,
+                                  int64_t cap, int64_t *count, clf_error *err);
+/* Decodes ids into out (cap bytes, NUL-terminated); *len receives the text's length. Fails with
+ * CLF_ERROR_SIZE_LIMIT if it does not fit (out then holds a truncated prefix). Byte sequences
+ * that are not UTF-8 become U+FFFD, as in Hugging Face. */
+CLF_API clf_status clf_bpe_decode(const clf_bpe *t, const int32_t *ids, int64_t n, int skip_special,
+                                  char *out, size_t cap, size_t *len, clf_error *err);
+
+/* Streaming decoding, one id at a time, as tokenizers' DecodeStream: text is released only once
+ * it is complete (a UTF-8 character split across tokens comes out whole with its last byte). */
+typedef struct clf_bpe_stream clf_bpe_stream;
+CLF_API clf_status clf_bpe_stream_create(const clf_bpe *t, int skip_special, clf_bpe_stream **out);
+CLF_API void clf_bpe_stream_free(clf_bpe_stream *s);
+/* Feeds one id; out (cap bytes, NUL-terminated) receives the new text, possibly empty. */
+CLF_API clf_status clf_bpe_stream_next(clf_bpe_stream *s, int32_t id, char *out, size_t cap,
+                                       size_t *len);
 
 #ifdef __cplusplus
 }
