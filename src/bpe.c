@@ -28,7 +28,7 @@
 #define META_MAX 8 /* bytes of a metaspace replacement */
 
 typedef enum { SPLIT_NONE = 0, SPLIT_GPT2, SPLIT_LLAMA3, SPLIT_QWEN2 } split_kind;
-typedef enum { NORM_PREPEND, NORM_REPLACE } norm_kind;
+typedef enum { NORM_PREPEND, NORM_REPLACE, NORM_NFC } norm_kind;
 typedef enum {
     DEC_REPLACE,
     DEC_BYTE_FALLBACK,
@@ -333,6 +333,11 @@ static clf_status parse_normalizer(clf_bpe *t, const cJSON *n, clf_error *e) {
     }
     if (t->n_norm == 4) return unsupported(e, "normalizer sequence of", "more than 4");
     norm_step *s = &t->norm[t->n_norm];
+    if (strcmp(ty, "NFC") == 0) {
+        s->kind = NORM_NFC;
+        t->n_norm++;
+        return CLF_SUCCESS;
+    }
     if (strcmp(ty, "Prepend") == 0 && str_item(n, "prepend")) {
         s->kind = NORM_PREPEND;
         s->to = dup(str_item(n, "prepend"));
@@ -900,6 +905,16 @@ static clf_status segment(const clf_bpe *t, const char *text, size_t len, size_t
             b.n = 0;
             buf_str(&b, n->to);
             buf_put(&b, a.p, a.n);
+        } else if (n->kind == NORM_NFC) {
+            char *c = NULL;
+            size_t cn = 0;
+            if (clf__nfc(a.p, a.n, &c, &cn) != 0) {
+                st = CLF_ERROR_OUT_OF_MEMORY;
+                goto done;
+            }
+            b.n = 0;
+            buf_put(&b, c, cn);
+            free(c);
         } else {
             replace_all(&b, a.p, a.n, n->from, n->to);
         }
@@ -1266,7 +1281,8 @@ void clf_bpe_stream_free(clf_bpe_stream *s) {
 
 /* As tokenizers' DecodeStream::step: decode the ids kept since the last emitted text; emit the
  * part past the previous decoding once it grew and does not end in U+FFFD (an incomplete
- * character); then keep only the ids from the previous emission on as context. */
+ * character); then keep only the ids from the previous emission on as context. Where the
+ * context's own text changes, it releases the new ids' text (tokenizers fails there). */
 clf_status clf_bpe_stream_next(clf_bpe_stream *s, int32_t id, char *out, size_t cap, size_t *len) {
     if (!s || !out || cap == 0) return CLF_ERROR_INVALID_ARGUMENT;
     out[0] = '\0';
@@ -1289,17 +1305,25 @@ clf_status clf_bpe_stream_next(clf_bpe_stream *s, int32_t id, char *out, size_t 
     const int grew = text.n > s->prefix.n,
               incomplete = text.n >= 3 && memcmp(text.p + text.n - 3, "\xEF\xBF\xBD", 3) == 0;
     if (grew && !incomplete) {
-        if (memcmp(text.p, s->prefix.p, s->prefix.n) != 0) {
-            free(text.p);
-            return CLF_ERROR_INTERNAL; /* the decoder rewrote earlier text */
-        }
         buf fresh = {0};
-        buf_put(&fresh, text.p + s->prefix.n, text.n - s->prefix.n);
-        const size_t new_prefix_index = s->n - s->prefix_index;
-        memmove(s->ids, s->ids + s->prefix_index, sizeof(int32_t) * (s->n - s->prefix_index));
-        s->n -= s->prefix_index;
-        st = decode_buf(s->t, s->ids, (int64_t)s->n, s->skip_special, &s->prefix, NULL);
-        s->prefix_index = new_prefix_index;
+        size_t new_prefix_index = s->n - s->prefix_index;
+        if (memcmp(text.p, s->prefix.p, s->prefix.n) == 0) {
+            buf_put(&fresh, text.p + s->prefix.n, text.n - s->prefix.n);
+        } else {
+            /* The context's text changed (a released byte token joined an invalid byte run):
+             * tokenizers' DecodeStream fails here; release the new tokens' own text instead. */
+            memmove(s->ids, s->ids + s->prefix_index, sizeof(int32_t) * (s->n - s->prefix_index));
+            s->n -= s->prefix_index;
+            s->prefix_index = 0;
+            new_prefix_index = s->n;
+            st = decode_buf(s->t, s->ids, (int64_t)s->n, s->skip_special, &fresh, NULL);
+        }
+        if (st == CLF_SUCCESS) {
+            memmove(s->ids, s->ids + s->prefix_index, sizeof(int32_t) * (s->n - s->prefix_index));
+            s->n -= s->prefix_index;
+            st = decode_buf(s->t, s->ids, (int64_t)s->n, s->skip_special, &s->prefix, NULL);
+            s->prefix_index = new_prefix_index;
+        }
         if (st == CLF_SUCCESS) st = copy_out(&fresh, out, cap, len, NULL);
         free(fresh.p);
     }

@@ -20,6 +20,9 @@ bool clf__is_number(uint32_t c);
 uint32_t clf__utf8_next(const unsigned char **p);
 /* Writes c as UTF-8 into o (room for 4); returns the bytes written. */
 int clf__utf8_put(uint32_t c, char *o);
+/* Unicode normalization form C of UTF-8 text p[0..n) (invalid sequences already U+FFFD) into a
+ * malloc'ed NUL-terminated string *out of *out_len bytes; 0, or -1 when out of memory. */
+int clf__nfc(const char *p, size_t n, char **out, size_t *out_len);
 /* FNV-1a of n bytes (the tokenizers' hash tables). */
 uint64_t clf__hash_bytes(const char *s, size_t n);
 

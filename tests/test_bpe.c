@@ -116,13 +116,14 @@ static void test_matches_tokenizers(void **state) {
     }
 }
 
-/* Byte-level tokenizers round-trip every text exactly (no normalizer, no prefix space). */
+/* The byte-level tokenizers without a normalizer (gpt2, llama3) round-trip every text exactly
+ * (qwen2's NFC turns decomposed text into composed text). */
 static void test_round_trip(void **state) {
     (void)state;
     const cJSON *texts = cJSON_GetObjectItem(g_cases, "texts");
     int32_t ids[4096];
     char out[8192];
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 2; k++) {
         clf_bpe *t = load(k_names[k]);
         for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
             const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
@@ -162,6 +163,19 @@ static void test_stream_split_character(void **state) {
     assert_string_equal(out, "\xF0\x9F\xA6\x84");
     BPE_OK(clf_bpe_decode(t, ids, 2, 0, out, sizeof(out), &len, NULL));
     assert_string_equal(out, "\xEF\xBF\xBD\xEF\xBF\xBD");
+    /* A released byte token ('n') that a later invalid byte (0xF8) would turn into U+FFFD:
+     * tokenizers' DecodeStream fails; the stream goes on with the new ids' text. */
+    const int32_t odd[3] = {(int32_t)clf_bpe_find(t, "<0x6E>"), (int32_t)clf_bpe_find(t, "<0xF8>"),
+                            (int32_t)clf_bpe_find(t, "\xE2\x96\x81"
+                                                     "a")};
+    assert_true(odd[0] >= 0 && odd[1] >= 0 && odd[2] >= 0);
+    BPE_OK(clf_bpe_stream_create(t, 0, &s));
+    const char *want[3] = {"n", "", "\xEF\xBF\xBD a"};
+    for (int i = 0; i < 3; i++) {
+        BPE_OK(clf_bpe_stream_next(s, odd[i], piece, sizeof(piece), &len));
+        assert_string_equal(piece, want[i]);
+    }
+    clf_bpe_stream_free(s);
     clf_bpe_free(t);
 }
 
@@ -191,8 +205,8 @@ static void test_bad_input(void **state) {
          CLF_ERROR_UNSUPPORTED},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}",
          "not in the vocab", CLF_ERROR_BAD_FORMAT},
-        {"{\"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}}}",
-         "NFC", CLF_ERROR_UNSUPPORTED},
+        {"{\"normalizer\": {\"type\": \"NFKC\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}}}",
+         "NFKC", CLF_ERROR_UNSUPPORTED},
         {"{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"}, "
          "\"behavior\": \"Isolated\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}}}",
          "\\w+", CLF_ERROR_UNSUPPORTED},
@@ -232,7 +246,10 @@ static void test_bad_input(void **state) {
     assert_int_equal(len, 11);
     assert_string_equal(out, "Hel");
     /* invalid UTF-8 input is read as U+FFFD */
-    BPE_OK(clf_bpe_encode(t, "a\xff" "b", 0, ids, 64, &n, &err));
+    BPE_OK(clf_bpe_encode(t,
+                          "a\xff"
+                          "b",
+                          0, ids, 64, &n, &err));
     BPE_OK(clf_bpe_decode(t, ids, n, 0, out, sizeof(out), &len, &err));
     assert_string_equal(out, "a\xEF\xBF\xBD"
                              "b");

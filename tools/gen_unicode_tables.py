@@ -10,6 +10,11 @@ file's first line).
   other ranges the categories Cc, Cf, Cs, Co (control, format, surrogate and private-use code
                points, removed as Hugging Face's BertNormalizer removes them)
   punct ranges the categories P* (isolated as their own tokens; ASCII symbols are added by code)
+  decomp       code point -> its canonical decomposition (one level; the code recurses), and
+  ccc          code point -> canonical combining class (non-zero ones), and
+  compose      (first, second) -> primary composite, the pairs NFC recomposes (canonical pairs
+               that Python's own NFC composes back: composition exclusions left out): Unicode
+               normalization form C for tokenizer.json's NFC normalizer (Hangul by algorithm)
   letter ranges, number ranges  the categories L* and N*: \p{L} and \p{N} of the byte-level BPE
                pre-tokenizers' split patterns (GPT-2, Llama 3, Qwen2)
 
@@ -53,6 +58,22 @@ def main():
             folds.append((cp, [ord(x) for x in f]))
     other = ranges(lambda cp: unicodedata.category(chr(cp)) in ("Cc", "Cf", "Cs", "Co"))
     punct = ranges(lambda cp: unicodedata.category(chr(cp)).startswith("P"))
+    decomp, ccc, compose = [], [], []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF or 0xAC00 <= cp <= 0xD7A3:
+            continue
+        c = chr(cp)
+        d = unicodedata.decomposition(c)
+        if d and not d.startswith("<"):
+            parts = [int(x, 16) for x in d.split()]
+            if len(parts) > 2:
+                sys.exit("U+%04X decomposes into %d code points" % (cp, len(parts)))
+            decomp.append((cp, parts + [0] * (2 - len(parts)), len(parts)))
+            if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == c:
+                compose.append((parts[0], parts[1], cp))
+        if unicodedata.combining(c):
+            ccc.append((cp, unicodedata.combining(c)))
+    compose.sort()
     letter = ranges(lambda cp: unicodedata.category(chr(cp)).startswith("L"))
     number = ranges(lambda cp: unicodedata.category(chr(cp)).startswith("N"))
     w = sys.stdout.write
@@ -65,6 +86,18 @@ def main():
         o = out + [0] * (MAX_OUT - len(out))
         w("    {0x%X, %d, {0x%X, 0x%X, 0x%X}},\n" % (cp, len(out), o[0], o[1], o[2]))
     w("};\nconst size_t clf__fold_count = sizeof(clf__fold) / sizeof(clf__fold[0]);\n\n")
+    w("const clf_decomp_entry clf__decomp[] = {\n")
+    for cp, parts, n in decomp:
+        w("    {0x%X, %d, {0x%X, 0x%X}},\n" % (cp, n, parts[0], parts[1]))
+    w("};\nconst size_t clf__decomp_count = sizeof(clf__decomp) / sizeof(clf__decomp[0]);\n\n")
+    w("const clf_ccc_entry clf__ccc[] = {\n")
+    for cp, c in ccc:
+        w("    {0x%X, %d},\n" % (cp, c))
+    w("};\nconst size_t clf__ccc_count = sizeof(clf__ccc) / sizeof(clf__ccc[0]);\n\n")
+    w("const clf_compose_entry clf__compose[] = {\n")
+    for a, b, c in compose:
+        w("    {0x%X, 0x%X, 0x%X},\n" % (a, b, c))
+    w("};\nconst size_t clf__compose_count = sizeof(clf__compose) / sizeof(clf__compose[0]);\n\n")
     for name, rs in (("other", other), ("punct", punct), ("letter", letter), ("number", number)):
         w("const clf_cp_range clf__%s[] = {\n" % name)
         for a, b in rs:

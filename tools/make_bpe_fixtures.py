@@ -6,9 +6,11 @@ tests/data/bpe/:
   gpt2.json      byte-level BPE, ByteLevel pre-tokenizer (GPT-2's split pattern), <|endoftext|>
   llama3.json    byte-level BPE, Split on Llama 3's pattern + ByteLevel, ignore_merges, a
                  <|begin_of_text|> template and <|eot_id|>
-  qwen2.json     byte-level BPE, Split on Qwen2's pattern (single digits) + ByteLevel
+  qwen2.json     byte-level BPE, NFC normalizer, Split on Qwen2's pattern (single digits) +
+                 ByteLevel
   llama2.json    SentencePiece-style BPE: normalizer Prepend + Replace to U+2581, byte_fallback
-                 (<0x00>..<0xFF> added to the vocabulary; rare characters left out of it),
+                 (<0x00>..<0xFF> added to the vocabulary; characters not in the training
+                 text, such as some emoji and rare scripts, fall back to bytes),
                  unk, decoder Replace / ByteFallback / Fuse / Strip, a <s> template
   mistral.json   the same model with a Metaspace pre-tokenizer (prepend_scheme first, split)
                  and a Metaspace decoder
@@ -22,10 +24,13 @@ Run: python3 tools/make_bpe_fixtures.py   (needs tokenizers from PyPI)
 import json
 import os
 
-import tokenizers
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-from tokenizers import processors, trainers
-from tokenizers.decoders import DecodeStream
+os.environ["RAYON_NUM_THREADS"] = "1"  # one training thread: the same merges on every run
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+import tokenizers  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers  # noqa
+from tokenizers import processors, trainers  # noqa: E402
+from tokenizers.decoders import DecodeStream  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "bpe")
 
@@ -73,6 +78,8 @@ TEXTS = [
     "Emoji: 😀👍🏽 family 👨‍👩‍👧 flag 🇯🇵 heart ❤️ and 🦄 unicorn",
     "Combining marks: e\u0301 a\u0300 n\u0303 o\u0308 (decomposed) vs é à ñ ö",
     "Tiếng Việt có dấu: Hà Nội.",
+    "NFC: a\u0323\u0302 a\u0302\u0323 \u1100\u1161\u11a8 \u2126 \u0958 \u212b A\u030a "
+    "\u1e9b\u0323 q\u0307\u0323 \u0344 e\u0301\u0301",
     "Русский текст и ελληνικά и العربية и हिन्दी.",
     "Rare characters not trained: ꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ☃ ⅓ ¾ Ⅻ",
     "special <|endoftext|> inside<|endoftext|>text",
@@ -121,6 +128,8 @@ def make():
             pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
         t.decoder = decoders.ByteLevel()
+        if name == "qwen2":
+            t.normalizer = normalizers.NFC()
         specials = ["<|begin_of_text|>", "<|eot_id|>"] if name == "llama3" else ["<|endoftext|>"]
         t = train(t, trainers.BpeTrainer(vocab_size=800, special_tokens=specials,
                                          show_progress=False,
@@ -149,7 +158,7 @@ def make():
                                                        split=True)
             t.decoder = decoders.Metaspace("\u2581", prepend_scheme="first")
         t = train(t, trainers.BpeTrainer(vocab_size=900, special_tokens=["<unk>", "<s>", "</s>"],
-                                         limit_alphabet=150, show_progress=False))
+                                         show_progress=False))
         if name == "llama2":
             t.pre_tokenizer = None
         t = add_byte_tokens(t)

@@ -10,6 +10,10 @@ model.safetensors, or shards with model.safetensors.index.json), and computes in
     logits     (2, 9, V) F32  the full-sequence logits of ids (float64, stored as F32)
     prompt0    (9) I32, prompt1 (5) I32: prompts of different lengths
     greedy0, greedy1 (20) I32: 20 greedy tokens after each prompt (eos ignored)
+gpt2, llama and llama_gqa carry the tokenizer.json of tools/make_bpe_fixtures.py (gpt2, llama2,
+llama3 styles; their vocabularies sized to match), and cli.json holds, for clformer-generate's
+test, cli_<name>.txt: four lines, a prompt, its ids with the template, 12 greedy new ids (eos
+ignored) and their text (special tokens skipped).
 The config's eos_token_id is set to greedy0's 8th token (or its first that differs from its
 first), so that generation stopping at eos can be checked. The models:
   gpt2          GPT2LMHeadModel, F32, one file
@@ -25,25 +29,37 @@ Run: python3 tools/make_lm_fixtures.py   (needs torch, transformers, safetensors
 import zlib
 import os
 
+import shutil
+
 import torch
 from safetensors.torch import save_file
+from tokenizers import Tokenizer
 from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "lm")
+BPE = os.path.join(OUT, "..", "bpe")
+TOKENIZER = {"gpt2": "gpt2", "llama": "llama2", "llama_gqa": "llama3"}
+PROMPT = "The quick brown fox, 12 emoji 😀 and 東京"
+
+
+def vocab_of(name, fallback):
+    if name not in TOKENIZER:
+        return fallback
+    return Tokenizer.from_file(os.path.join(BPE, TOKENIZER[name] + ".json")).get_vocab_size()
 NEW = 20
 
 
 def models():
     yield "gpt2", GPT2LMHeadModel(GPT2Config(
-        vocab_size=257, n_positions=64, n_embd=64, n_layer=2, n_head=4,
+        vocab_size=vocab_of("gpt2", 257), n_positions=64, n_embd=64, n_layer=2, n_head=4,
         layer_norm_epsilon=1e-5, bos_token_id=0, eos_token_id=0)), None, None
     yield "llama", LlamaForCausalLM(LlamaConfig(
-        vocab_size=301, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        vocab_size=vocab_of("llama", 301), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
         rms_norm_eps=1e-5, tie_word_embeddings=False)), None, "60KB"
     yield "llama_gqa", LlamaForCausalLM(LlamaConfig(
-        vocab_size=263, hidden_size=96, intermediate_size=160, num_hidden_layers=2,
+        vocab_size=vocab_of("llama_gqa", 263), hidden_size=96, intermediate_size=160, num_hidden_layers=2,
         num_attention_heads=8, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
         rms_norm_eps=1e-6, tie_word_embeddings=True,
         rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
@@ -83,6 +99,7 @@ def greedy(model, prompt):
 
 def main():
     torch.manual_seed(0)
+    cli = {}
     for name, model, dtype, shard in models():
         gen = torch.Generator().manual_seed(zlib.crc32(name.encode()) % 1000 + 17)
         randomize(model, gen)
@@ -120,8 +137,19 @@ def main():
             "greedy0": torch.tensor(g0, dtype=torch.int32),
             "greedy1": torch.tensor(g1, dtype=torch.int32),
         }, os.path.join(d, "reference.safetensors"))
+        if name in TOKENIZER:
+            shutil.copy(os.path.join(BPE, TOKENIZER[name] + ".json"), os.path.join(d, "tokenizer.json"))
+            tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+            pids = tok.encode(PROMPT).ids
+            new = greedy(ref, pids)[:12]
+            cli[name] = {"prompt": PROMPT, "prompt_ids": pids, "new_ids": new,
+                         "text": tok.decode(new, skip_special_tokens=True)}
         files = sorted(os.listdir(d))
         print(name, files, "eos", eos, "greedy0", g0)
+    for name, c in cli.items():
+        with open(os.path.join(OUT, "cli_%s.txt" % name), "w", encoding="utf-8") as f:
+            f.write("%s\n%s\n%s\n%s\n" % (c["prompt"], " ".join(map(str, c["prompt_ids"])),
+                                          " ".join(map(str, c["new_ids"])), c["text"]))
 
 
 if __name__ == "__main__":

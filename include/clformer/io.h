@@ -112,8 +112,9 @@ CLF_API clf_status clf_tokenizer_encode(const clf_tokenizer *tok, const char *te
  *   added tokens (special or not), matched before anything else, longest first; the
  *     post-processor's single-sequence template (e.g. Llama's <s> first) when add_special is 1;
  *   BPE merges by rank (ignore_merges: a pre-token already in the vocabulary is kept whole).
- * Other normalizers (NFC, NFKC, Lowercase ...), split patterns and models are refused, naming
- * what is not supported. Invalid UTF-8 input bytes are encoded as U+FFFD. */
+ * Normalizers: NFC (Qwen2), Prepend, Replace of a string; others (NFKC, Lowercase ...), other
+ * split patterns and models are refused, naming what is not supported. Invalid UTF-8 input bytes
+ * are encoded as U+FFFD. */
 typedef struct clf_bpe clf_bpe;
 
 CLF_API clf_status clf_bpe_load(const char *path, clf_bpe **out, clf_error *err);
@@ -138,7 +139,11 @@ CLF_API clf_status clf_bpe_decode(const clf_bpe *t, const int32_t *ids, int64_t 
                                   char *out, size_t cap, size_t *len, clf_error *err);
 
 /* Streaming decoding, one id at a time, as tokenizers' DecodeStream: text is released only once
- * it is complete (a UTF-8 character split across tokens comes out whole with its last byte). */
+ * it is complete (a UTF-8 character split across tokens comes out whole with its last byte).
+ * Released text is never taken back: where a later id would change it (a released byte token
+ * followed by bytes that make the run invalid UTF-8, where tokenizers' DecodeStream fails), the
+ * stream goes on with the new ids' own text, and the concatenation then differs from
+ * clf_bpe_decode of all the ids. */
 typedef struct clf_bpe_stream clf_bpe_stream;
 CLF_API clf_status clf_bpe_stream_create(const clf_bpe *t, int skip_special, clf_bpe_stream **out);
 CLF_API void clf_bpe_stream_free(clf_bpe_stream *s);

@@ -44,10 +44,11 @@ static char *bytelevel_json(void) {
         else
             n += (size_t)snprintf(j + n, cap - n, "\"%s\": %d, ", u, b);
     }
-    n += (size_t)snprintf(j + n, cap - n,
-                          "\"th\": 256, \"the\": 257, \"\xC4\xA0t\": 258, \"\xC4\xA0the\": 259, "
-                          "\"in\": 260, \"\xC4\xA0th\": 261}, \"merges\": [\"t h\", \"th e\", \"\xC4\xA0 t\", "
-                          "\"\xC4\xA0t h\", \"\xC4\xA0th e\", \"i n\"], \"ignore_merges\": true}}");
+    n += (size_t)snprintf(
+        j + n, cap - n,
+        "\"th\": 256, \"the\": 257, \"\xC4\xA0t\": 258, \"\xC4\xA0the\": 259, "
+        "\"in\": 260, \"\xC4\xA0th\": 261}, \"merges\": [\"t h\", \"th e\", \"\xC4\xA0 t\", "
+        "\"\xC4\xA0t h\", \"\xC4\xA0th e\", \"i n\"], \"ignore_merges\": true}}");
     return j;
 }
 

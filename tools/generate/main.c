@@ -1,0 +1,267 @@
+/*
+ * clformer-generate — text generation with a Hugging Face decoder-only model (GPT-2, Llama,
+ * Mistral, Qwen2) on any OpenCL device.
+ *
+ *   clformer-generate --model DIR [--device SPEC] [--max-new-tokens N] [--temperature T]
+ *                     [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S]
+ *                     [--ignore-eos] [--stats] [--print-ids] [--ids "1 2 3" | "prompt"]
+ *   clformer-generate --model DIR --tokenize "text"
+ *
+ * Streams the generated text to standard output as it is produced (the prompt is not repeated).
+ * The folder needs config.json and model.safetensors (or its shards); tokenizer.json for text
+ * prompts and text output.
+ */
+#include "clformer/clformer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: clformer-generate --model DIR [options] \"prompt\"\n"
+            "  --model DIR              Hugging Face folder: config.json, model.safetensors (or\n"
+            "                           shards), tokenizer.json (for text)\n"
+            "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
+            "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
+            "  --max-new-tokens N       at most N new tokens (default 64)\n"
+            "  --temperature T          0: greedy (default); > 0 samples\n"
+            "  --top-k K, --top-p P     keep the K most likely / the smallest set of mass P\n"
+            "  --repetition-penalty R   > 1 discourages repeated tokens (default 1)\n"
+            "  --seed S                 sampling seed (default 0)\n"
+            "  --ignore-eos             do not stop at the model's end-of-sequence token\n"
+            "  --stats                  print prompt and generation tokens/s to stderr\n"
+            "  --ids \"1 2 3\"            feed token ids instead of a text prompt\n"
+            "  --print-ids              print the generated ids on one line instead of text\n"
+            "  --tokenize \"text\"        print the ids of text as a prompt (with the template's\n"
+            "                           special tokens) and exit\n"
+            "  --help                   this text\n");
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct run {
+    clf_bpe *tok;
+    clf_bpe_stream *stream;
+    int print_ids;
+    int64_t produced;
+    double t_first;
+    int failed;
+} run;
+
+static int on_token(void *user, int64_t seq, int32_t token) {
+    run *r = user;
+    (void)seq;
+    if (r->produced++ == 0) r->t_first = now_s();
+    if (r->print_ids || !r->stream) return 0;
+    char piece[1024];
+    size_t len;
+    if (clf_bpe_stream_next(r->stream, token, piece, sizeof(piece), &len) != CLF_SUCCESS) {
+        r->failed = 1;
+        return 1;
+    }
+    fwrite(piece, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+/* "1 2 3" -> ids (malloc'ed); -1 on a bad list. */
+static int64_t parse_ids(const char *s, int32_t **out) {
+    int64_t n = 0, cap = 16;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
+    while (ids && *s) {
+        char *end;
+        while (*s == ' ' || *s == ',' || *s == '\t')
+            s++;
+        if (!*s) break;
+        const long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > INT32_MAX) {
+            free(ids);
+            return -1;
+        }
+        if (n == cap) {
+            int32_t *g = realloc(ids, sizeof(int32_t) * (size_t)(cap *= 2));
+            if (!g) {
+                free(ids);
+                return -1;
+            }
+            ids = g;
+        }
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
+    *out = ids;
+    return ids ? n : -1;
+}
+
+static double num_arg(const char *opt, const char *v, int *bad) {
+    char *end;
+    const double x = strtod(v, &end);
+    if (end == v || *end) {
+        fprintf(stderr, "clformer-generate: %s needs a number, not '%s'\n", opt, v);
+        *bad = 1;
+    }
+    return x;
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *spec = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL;
+    int stats = 0, print_ids = 0, bad = 0;
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 64;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *a = argv[i];
+        const int has = i + 1 < argc;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--model") == 0 && has) {
+            model = argv[++i];
+        } else if (strcmp(a, "--device") == 0 && has) {
+            spec = argv[++i];
+        } else if (strcmp(a, "--max-new-tokens") == 0 && has) {
+            gp.max_new_tokens = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--temperature") == 0 && has) {
+            gp.sampling.temperature = (float)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--top-k") == 0 && has) {
+            gp.sampling.top_k = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--top-p") == 0 && has) {
+            gp.sampling.top_p = (float)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--repetition-penalty") == 0 && has) {
+            gp.sampling.repetition_penalty = (float)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--seed") == 0 && has) {
+            gp.sampling.seed = (uint64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--ids") == 0 && has) {
+            ids_arg = argv[++i];
+        } else if (strcmp(a, "--tokenize") == 0 && has) {
+            tokenize = argv[++i];
+        } else if (strcmp(a, "--ignore-eos") == 0) {
+            gp.ignore_eos = 1;
+        } else if (strcmp(a, "--stats") == 0) {
+            stats = 1;
+        } else if (strcmp(a, "--print-ids") == 0) {
+            print_ids = 1;
+        } else if (a[0] == '-' && a[1] == '-') {
+            fprintf(stderr, "clformer-generate: unknown option '%s' (or its value is missing)\n",
+                    a);
+            bad = 1;
+        } else if (!prompt) {
+            prompt = a;
+        } else {
+            fprintf(stderr, "clformer-generate: one prompt only (quote it)\n");
+            bad = 1;
+        }
+    }
+    if (!bad && !model) {
+        fprintf(stderr, "clformer-generate: --model DIR is required\n");
+        bad = 1;
+    }
+    if (!bad && !tokenize && !!prompt == !!ids_arg) {
+        fprintf(stderr, "clformer-generate: give a prompt or --ids, not both or neither\n");
+        bad = 1;
+    }
+    if (bad) {
+        usage(stderr);
+        return 2;
+    }
+    /* the tokenizer, when there is one (required for text in or out) */
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof(path), "%s/tokenizer.json", model);
+    clf_bpe *tok = NULL;
+    clf_error msg = {""};
+    const int need_tok = tokenize || prompt || !print_ids;
+    if (stat(path, &sb) == 0 && clf_bpe_load(path, &tok, &msg) != CLF_SUCCESS && need_tok) {
+        fprintf(stderr, "clformer-generate: %s\n", msg.message);
+        return 1;
+    }
+    if (!tok && need_tok) {
+        fprintf(stderr,
+                "clformer-generate: %s is missing: a text prompt, --tokenize and text output "
+                "need it (use --ids and --print-ids without one)\n",
+                path);
+        return 1;
+    }
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    const char *text = tokenize ? tokenize : prompt;
+    if (text) {
+        clf_bpe_encode(tok, text, 1, NULL, 0, &n, NULL);
+        ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
+        if (!ids || clf_bpe_encode(tok, text, 1, ids, n, &n, &msg) != CLF_SUCCESS) {
+            fprintf(stderr, "clformer-generate: %s\n", msg.message);
+            return 1;
+        }
+        if (tokenize) {
+            for (int64_t i = 0; i < n; i++)
+                printf("%s%d", i ? " " : "", ids[i]);
+            printf("\n");
+            free(ids);
+            clf_bpe_free(tok);
+            return 0;
+        }
+    } else if ((n = parse_ids(ids_arg, &ids)) < 1) {
+        fprintf(stderr, "clformer-generate: --ids needs space-separated token ids, not '%s'\n",
+                ids_arg);
+        return 2;
+    }
+    int rc = 1;
+    clf_context_params params = clf_context_default_params();
+    params.device_spec = spec;
+    params.error = &msg;
+    clf_context *ctx = NULL;
+    clf_lm *m = NULL;
+    int32_t *out = NULL;
+    run r = {tok, NULL, print_ids, 0, 0.0, 0};
+    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-generate: %s\n", msg.message);
+        goto done;
+    }
+    if (clf_lm_load(ctx, model, &m) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-generate: %s\n", clf_context_last_error(ctx));
+        goto done;
+    }
+    if (tok && !print_ids && clf_bpe_stream_create(tok, 1, &r.stream) != CLF_SUCCESS) goto done;
+    out = malloc(sizeof(int32_t) * (size_t)(gp.max_new_tokens > 0 ? gp.max_new_tokens : 1));
+    if (!out) goto done;
+    gp.on_token = on_token;
+    gp.user = &r;
+    const int32_t *prompts[1] = {ids};
+    int64_t count = 0;
+    const double t0 = now_s();
+    if (clf_lm_generate(m, prompts, &n, 1, &gp, out, &count) != CLF_SUCCESS) {
+        fprintf(stderr, "\nclformer-generate: %s\n", clf_context_last_error(ctx));
+        goto done;
+    }
+    const double t1 = now_s();
+    if (r.failed) {
+        fprintf(stderr, "\nclformer-generate: a token could not be decoded\n");
+        goto done;
+    }
+    if (print_ids)
+        for (int64_t i = 0; i < count; i++)
+            printf("%s%d", i ? " " : "", out[i]);
+    printf("\n");
+    if (stats) {
+        const double prefill = (count ? r.t_first : t1) - t0, gen = t1 - r.t_first;
+        fprintf(stderr, "prompt: %lld tokens, %.1f tokens/s (to the first new token)\n",
+                (long long)n, prefill > 0 ? (double)n / prefill : 0.0);
+        fprintf(stderr, "generated: %lld tokens, %.1f tokens/s\n", (long long)count,
+                count > 1 && gen > 0 ? (double)(count - 1) / gen : 0.0);
+    }
+    rc = 0;
+done:
+    clf_bpe_stream_free(r.stream);
+    free(out);
+    free(ids);
+    clf_lm_free(m);
+    clf_context_free(ctx);
+    clf_bpe_free(tok);
+    return rc;
+}
