@@ -10,8 +10,9 @@
  * longer than the nk keys in use. Grouped-query (and multi-query) attention: K and V have
  * H / kv_group heads, and query head h reads K/V head h / kv_group (kv_group 1: one each).
  *
- * Masks: query i of batch b sees keys 0 .. lim - 1, lim = clf_visible_keys(nk, i, b, ...) (the
- * rule in common.cl, shared with softmax.cl). A query that sees no key gets zeros. Masked keys are
+ * Masks: query i of batch b sees keys lo .. lim - 1, lim = clf_visible_keys(nk, i, b, ...) and
+ * lo = clf_first_key(lim, window) (the rules in common.cl, shared with softmax.cl; lo is 0 without
+ * a sliding window). A query that sees no key gets zeros. Masked keys are
  * skipped, never scored; the running max starts at -FLT_MAX (a finite sentinel: -INFINITY is
  * undefined under fast-math).
  *
@@ -73,7 +74,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 const int o_rstride, const float scale,
                 const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
                 const int lens_mode, const int causal, const long causal_offset, const int splits,
-                const int split_keys, const int kv_group) {
+                const int split_keys, const int kv_group, const int window) {
     const int i = get_global_id(0);
     if (i >= nq) return; /* no barriers below */
     const int groups = heads / HG;
@@ -81,8 +82,8 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
     const int sp = get_global_id(2);
     const int b = bg / groups, h0 = (bg - b * groups) * HG;
     const int lim = clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset);
-    const int j_begin = sp * split_keys;
-    const int j_end = splits > 1 ? min(lim, j_begin + split_keys) : lim;
+    const int j_begin = max(sp * split_keys, clf_first_key(lim, window));
+    const int j_end = splits > 1 ? min(lim, (sp + 1) * split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h0 * DH;
     const __global float *kb = k + b * k_bstride + k_col;
@@ -211,7 +212,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                   const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,
                   const int v_col, const int o_rstride, const float scale, const __global int *lens,
                   const int lens_mode, const int causal, const long causal_offset,
-                  const int kv_group) {
+                  const int kv_group, const int window) {
     const int i0 = get_global_id(0) * QB;
     const bool active = i0 < nq; /* no early return: every work-item meets the barriers */
     const int bh = get_global_id(1);
@@ -219,8 +220,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     const int kvh = h / kv_group; /* grouped-query: kv_group heads share a K/V head */
     const __global float *ktb = kt + ((long)b * (heads / kv_group) + kvh) * DH * nkp;
     const __global float *vb = v + b * v_bstride + v_col + kvh * DH;
-    int lim[QB];
-    int lim_max = 0;
+    int lim[QB], lo[QB];
+    int lim_max = 0, lo_min = INT_MAX;
     float qs[QB][DH];
     floatV acc[QB][NV];
     float m[QB];
@@ -230,6 +231,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         lim[u] =
             active ? clf_visible_keys(nk, i, b, nq, lens, lens_mode, causal, causal_offset) : 0;
         lim_max = max(lim_max, lim[u]);
+        lo[u] = clf_first_key(lim[u], window);
+        lo_min = min(lo_min, lo[u]);
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)
             qs[u][d] = qr[d] * (scale * M_LOG2E_F);
@@ -244,7 +247,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
      * per work-item (PoCL runs a group's work-items one after another between barriers). */
     for (int c0 = 0; c0 < nk; c0 += KC) {
         const int c1 = min(c0 + KC, lim_max);
-        for (int j0 = c0; j0 < c1; j0 += VW) {
+        /* tiles wholly before every query's window are skipped (tiles stay VW-aligned) */
+        for (int j0 = max(c0, lo_min / VW * VW); j0 < c1; j0 += VW) {
             floatV s[QB];
             for (int u = 0; u < QB; u++)
                 s[u] = (floatV)(0.0f);
@@ -254,7 +258,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                     s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
             }
             for (int u = 0; u < QB; u++) {
-                const intV visible = (IOTA + j0) < lim[u];
+                const intV visible = (IOTA + j0) < lim[u] && (IOTA + j0) >= lo[u];
                 const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
                 const float bm = HMAX(su);
                 if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */

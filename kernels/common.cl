@@ -139,3 +139,9 @@ inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *l
     if (causal) lim = min(lim, (long)q + causal_offset + 1);
     return (int)max(lim, 0L);
 }
+
+/* The first key a query sees when a sliding window keeps only the last `window` of its visible
+ * keys 0 .. lim - 1 (window 0: no window, key 0). */
+inline int clf_first_key(int lim, int window) {
+    return window > 0 && lim > window ? lim - window : 0;
+}

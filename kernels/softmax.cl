@@ -10,8 +10,8 @@
  * is all zeros. y may alias x (in place): every element is read and written by the same
  * work-item, and pass 2 starts after the group's reduction.
  *
- * Visible prefix of row r: common.cl's clf_visible_keys for query q = r % nq of batch
- * b = r / rows_per_batch.
+ * Visible keys of row r: lo .. lim - 1, common.cl's clf_visible_keys and clf_first_key for query
+ * q = r % nq of batch b = r / rows_per_batch (lo is 0 without a window).
  *
  * Tunables: VW (floats per vector load), WG (work-items per row, power of two), RPG (rows per
  * work-group).
@@ -41,7 +41,8 @@ softmax_rows(const __global float *x,   /* (rows, n) */
              const long rows_per_batch, /* rows / B */
              const int nq,              /* queries per matrix: the second-to-last dim */
              const int causal,          /* 1: query q sees keys 0 .. q + causal_offset */
-             const long causal_offset) {
+             const long causal_offset,
+             const int window) { /* > 0: only the last `window` visible keys */
     const int t = get_local_id(0);
     const int lr = get_local_id(1);
     const long row = get_global_id(1);
@@ -52,6 +53,7 @@ softmax_rows(const __global float *x,   /* (rows, n) */
         lim = clf_visible_keys(n, (int)(row % nq), row / rows_per_batch, nq, lens, lens_mode,
                                causal, causal_offset);
     }
+    const int lo = clf_first_key(lim, window); /* lanes below lo are masked like those past lim */
     const __global float *xr = x + (active ? row : 0) * (long)n;
     __global float *yr = y + (active ? row : 0) * (long)n;
 
@@ -60,10 +62,10 @@ softmax_rows(const __global float *x,   /* (rows, n) */
     const int nv_lim = lim / VW;
     floatV mv = (floatV)(CLF_NEG_BIG);
     for (int c = t; c < nv_lim; c += WG)
-        mv = fmax(mv, VLOAD(c, xr));
+        mv = fmax(mv, select((floatV)(CLF_NEG_BIG), VLOAD(c, xr), (IOTA + c * VW) >= lo));
     float m = HMAX(mv);
     for (int i = nv_lim * VW + t; i < lim; i += WG)
-        m = fmax(m, xr[i]);
+        if (i >= lo) m = fmax(m, xr[i]);
 #if WG > 1
     __local float red[RPG][WG];
     m = row_max(red, lr, t, m);
@@ -74,13 +76,13 @@ softmax_rows(const __global float *x,   /* (rows, n) */
      * same work-item, after every work-item finished pass 1. */
     floatV sv = (floatV)(0.0f);
     for (int c = t; c < nv_lim; c += WG) {
-        floatV e = exp(VLOAD(c, xr) - m);
+        floatV e = select((floatV)(0.0f), exp(VLOAD(c, xr) - m), (IOTA + c * VW) >= lo);
         sv += e;
         VSTORE(e, c, yr);
     }
     float s = HSUM(sv);
     for (int i = nv_lim * VW + t; i < lim; i += WG) {
-        float e = exp(xr[i] - m);
+        float e = i >= lo ? exp(xr[i] - m) : 0.0f;
         s += e;
         yr[i] = e;
     }
@@ -94,10 +96,10 @@ softmax_rows(const __global float *x,   /* (rows, n) */
     const float inv = lim > 0 ? 1.0f / s : 0.0f;
     const int nv = n / VW;
     for (int c = t; c < nv; c += WG) {
-        intV visible = (IOTA + c * VW) < lim;
+        intV visible = (IOTA + c * VW) < lim && (IOTA + c * VW) >= lo;
         floatV e = c * VW < lim ? VLOAD(c, yr) : (floatV)(0.0f);
         VSTORE(select((floatV)(0.0f), e * inv, visible), c, yr);
     }
     for (int i = nv * VW + t; i < n; i += WG)
-        yr[i] = i < lim ? yr[i] * inv : 0.0f;
+        yr[i] = i < lim && i >= lo ? yr[i] * inv : 0.0f;
 }

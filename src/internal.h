@@ -417,6 +417,7 @@ typedef struct clf_mask_args {
     int lens_mode; /* 0: none, 1: (B) per batch, 2: (B, nq) per query */
     int causal;
     int64_t causal_offset;
+    int window; /* 0: none */
 } clf_mask_args;
 /* Checks mask (may be NULL) for scores of `batch` x `nq` queries and fills out; `what` names the
  * op in the message; fallback is any valid buffer (src/ops/mask.c). */

@@ -25,6 +25,7 @@ typedef struct acase {
     double qk_scale; /* magnitude of q and k entries */
     double rising;   /* > 0: scores also grow by this much per key (q_0 = 1, k_j0 ~ j) */
     int64_t kvh;     /* K/V heads (grouped-query); 0: h */
+    int64_t window;  /* sliding window (the last `window` visible keys); 0: none */
 } acase;
 
 static int64_t kv_heads(const acase *c) {
@@ -53,9 +54,9 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
         for (int64_t h = 0; h < c->h; h++)
             for (int64_t i = 0; i < c->nq; i++) {
                 const float *qr = q + (b * c->nq + i) * wq + qcol + h * c->dh;
-                const int64_t l = lim[b * c->nq + i];
+                const int64_t l = lim[b * c->nq + i], lo = ref_first_key(l, c->window);
                 double m = -INFINITY, sum = 0, smag = 0;
-                for (int64_t j = 0; j < l; j++) {
+                for (int64_t j = lo; j < l; j++) {
                     const float *kr = k + (b * c->kmax + j) * wk + kcol + h / group * c->dh;
                     double dot = 0, mag = 0;
                     for (int64_t d = 0; d < c->dh; d++) {
@@ -66,15 +67,15 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
                     smag = fmax(smag, mag * fabs(scale));
                     m = fmax(m, s[j]);
                 }
-                for (int64_t j = 0; j < l; j++)
+                for (int64_t j = lo; j < l; j++)
                     sum += exp(s[j] - m);
                 double *o = out + (b * c->nq + i) * hd + h * c->dh;
                 for (int64_t d = 0; d < c->dh; d++) {
                     double acc = 0;
-                    for (int64_t j = 0; j < l; j++)
+                    for (int64_t j = lo; j < l; j++)
                         acc += exp(s[j] - m) / sum *
                                (double)v[(b * c->kmax + j) * wv + vcol + h / group * c->dh + d];
-                    o[d] = l > 0 ? acc : 0.0;
+                    o[d] = l > lo ? acc : 0.0;
                 }
                 tol[(b * c->nq + i) * c->h + h] =
                     5.9604644775390625e-8 * vmax *
@@ -157,6 +158,7 @@ static void run_case(const acase *c, int naive) {
     d.mask.valid_lens = tl;
     d.mask.causal = c->causal;
     d.mask.causal_offset = c->offset;
+    d.mask.window = c->window;
     d.naive = naive;
     CLF_OK(clf_attention(g_ctx, tq, tk, tv, out, &d));
     float *got = tensor_to_host(out);
@@ -191,20 +193,24 @@ static void run_case(const acase *c, int naive) {
 
 static const acase k_cases[] = {
     /* b, h, nq, nk, dh, kmax, fused, lens, causal, offset, qk */
-    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0},
-    {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1, 0, 0},
-    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1, 0, 0},
-    {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1, 0, 0},
-    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1, 0, 0},
-    {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1, 0, 0},
-    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1, 0, 0},
-    {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1, 0, 0},
-    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1, 0, 0},
-    {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2, 0, 0},
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0},
+    {2, 3, 7, 13, 24, 13, 0, 1, 0, 0, 1, 0, 0, 0},
+    {1, 2, 1, 257, 64, 300, 0, 0, 0, 0, 1, 0, 0, 0},
+    {3, 2, 17, 5, 80, 5, 0, 2, 0, 0, 1, 0, 0, 0},
+    {2, 1, 31, 37, 96, 37, 0, 0, 1, 6, 1, 0, 0, 0},
+    {1, 2, 13, 61, 128, 61, 0, 2, 1, 48, 1, 0, 0, 0},
+    {1, 1, 5, 11, 256, 11, 0, 1, 1, 0, 1, 0, 0, 0},
+    {2, 4, 19, 19, 64, 19, 1, 1, 1, 0, 1, 0, 0, 0},
+    {2, 2, 3, 101, 32, 128, 0, 2, 1, 98, 1, 0, 0, 0},
+    {1, 3, 29, 29, 8, 29, 1, 0, 0, 0, 2, 0, 0, 0},
     /* grouped-query (8 heads on 2 K/V heads; 6 on 3, fused as Llama's QKV) and multi-query */
-    {2, 8, 11, 23, 16, 23, 0, 1, 1, 12, 1, 0, 2},
-    {1, 6, 19, 19, 24, 19, 1, 0, 1, 0, 1, 0, 3},
-    {2, 4, 7, 40, 32, 45, 0, 2, 0, 0, 1, 0, 1},
+    {2, 8, 11, 23, 16, 23, 0, 1, 1, 12, 1, 0, 2, 0},
+    {1, 6, 19, 19, 24, 19, 1, 0, 1, 0, 1, 0, 3, 0},
+    {2, 4, 7, 40, 32, 45, 0, 2, 0, 0, 1, 0, 1, 0},
+    /* sliding windows (Mistral): causal prefill, decoding with a cache offset, with lengths */
+    {1, 4, 23, 23, 16, 23, 0, 0, 1, 0, 1, 0, 2, 5},
+    {2, 2, 5, 70, 32, 80, 0, 2, 1, 65, 1, 0, 0, 17},
+    {2, 3, 30, 30, 24, 30, 1, 1, 1, 0, 1, 0, 0, 1},
 };
 
 static void run_all(int naive) {
@@ -250,10 +256,13 @@ static void test_split_decode(void **state) {
     rng_seed(63);
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 16));
     const acase cases[] = {
-        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0, 0}, {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0, 0},
-        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0, 0}, {2, 6, 1, 50, 16, 64, 0, 1, 0, 0, 1, 0, 0},
-        {2, 6, 1, 70, 32, 70, 0, 1, 0, 0, 1, 0, 2},  /* grouped-query decoding: 3 per K/V head */
-        {1, 6, 2, 45, 16, 48, 0, 2, 1, 43, 1, 0, 1}, /* multi-query */
+        {2, 2, 1, 100, 64, 128, 0, 1, 0, 0, 1, 0, 0, 0},
+        {1, 3, 3, 77, 24, 77, 0, 2, 1, 74, 1, 0, 0, 0},
+        {3, 1, 2, 33, 128, 40, 0, 0, 1, 31, 1, 0, 0, 0},
+        {2, 6, 1, 50, 16, 64, 0, 1, 0, 0, 1, 0, 0, 0},
+        {2, 6, 1, 70, 32, 70, 0, 1, 0, 0, 1, 0, 2, 0},  /* grouped-query decoding: 3 per K/V head */
+        {1, 6, 2, 45, 16, 48, 0, 2, 1, 43, 1, 0, 1, 0}, /* multi-query */
+        {2, 4, 1, 90, 16, 96, 0, 1, 0, 0, 1, 0, 2, 37}, /* a window over several splits */
     };
     const int64_t maxhg[3] = {8, 4, 1}; /* 6 heads: 6, 3 and 1 per work-item */
     for (int h = 0; h < 3; h++) {
@@ -272,8 +281,8 @@ static void test_long_keys(void **state) {
     (void)state;
     rng_seed(64);
     const acase cases[] = {
-        {1, 2, 5, 1500, 64, 1500, 0, 0, 1, 1495, 1, 0, 0},
-        {1, 2, 1, 1500, 64, 1500, 0, 1, 0, 0, 1, 0, 0},
+        {1, 2, 5, 1500, 64, 1500, 0, 0, 1, 1495, 1, 0, 0, 0},
+        {1, 2, 1, 1500, 64, 1500, 0, 1, 0, 0, 1, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(&cases[i], 0);
@@ -284,8 +293,8 @@ static void test_extreme_logits(void **state) {
     (void)state;
     rng_seed(64);
     const acase cases[] = {
-        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0, 0, 0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
-        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0, 0, 0},
+        {1, 2, 9, 23, 64, 23, 0, 0, 1, 14, 40.0, 0, 0, 0}, /* |s| up to ~64 * 1600 / 8 = 1.3e4 */
+        {2, 1, 1, 300, 16, 300, 0, 1, 0, 0, 50.0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         run_case(&cases[i], 0);
@@ -299,8 +308,8 @@ static void test_rising_scores(void **state) {
     (void)state;
     rng_seed(66);
     const acase cases[] = {
-        {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0, 0},
-        {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0, 0},
+        {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0, 0, 0},
+        {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0, 0, 0},
     };
     for (int st = 0; st < 3; st++) {
         use_attention_style(st);

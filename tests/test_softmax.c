@@ -20,8 +20,9 @@ static double tol_rel(int64_t n) {
 }
 
 /* Runs softmax on x (shape) with the mask, compares to the reference, checks masked zeros. */
-static void run_case(const char *what, int ndim, const int64_t *shape, const float *x,
-                     const int32_t *lens, int lens_ndim, int causal, int64_t offset, int inplace) {
+static void run_case_w(const char *what, int ndim, const int64_t *shape, const float *x,
+                       const int32_t *lens, int lens_ndim, int causal, int64_t offset, int inplace,
+                       int64_t window) {
     int64_t numel = 1;
     for (int i = 0; i < ndim; i++)
         numel *= shape[i];
@@ -34,17 +35,17 @@ static void run_case(const char *what, int ndim, const int64_t *shape, const flo
         int64_t lshape[2] = {batch, nq};
         tl = tensor_from(CLF_I32, lens_ndim, lshape, lens);
     }
-    clf_mask mask = {tl, causal, offset};
-    CLF_OK(clf_softmax(g_ctx, tx, out, (lens || causal) ? &mask : NULL));
+    clf_mask mask = {tl, causal, offset, window};
+    CLF_OK(clf_softmax(g_ctx, tx, out, (lens || causal || window) ? &mask : NULL));
     float *got = tensor_to_host(out);
     double *want = malloc(sizeof(double) * (size_t)numel);
     int64_t *lim = malloc(sizeof(int64_t) * (size_t)rows);
     ref_mask_limits(rows, n, batch, nq, lens, lens_ndim, causal, offset, lim);
-    ref_softmax(x, want, rows, n, lim);
+    ref_softmax_window(x, want, rows, n, lim, window);
     check_close(what, got, want, numel, 1e-9, tol_rel(n));
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t i = lim[r]; i < n; i++)
-            if (got[r * n + i] != 0.0f)
+        for (int64_t i = 0; i < n; i++)
+            if ((i >= lim[r] || i < ref_first_key(lim[r], window)) && got[r * n + i] != 0.0f)
                 fail_msg("%s: masked [%lld, %lld] = %g", what, (long long)r, (long long)i,
                          (double)got[r * n + i]);
     free(got);
@@ -53,6 +54,11 @@ static void run_case(const char *what, int ndim, const int64_t *shape, const flo
     if (!inplace) clf_tensor_free(out);
     clf_tensor_free(tx);
     clf_tensor_free(tl);
+}
+
+static void run_case(const char *what, int ndim, const int64_t *shape, const float *x,
+                     const int32_t *lens, int lens_ndim, int causal, int64_t offset, int inplace) {
+    run_case_w(what, ndim, shape, x, lens, lens_ndim, causal, offset, inplace, 0);
 }
 
 static float *random_logits(int64_t n, double scale) {
@@ -109,6 +115,12 @@ static void test_masks(void **state) {
             run_case("causal 0", 3, shape3, x, NULL, 0, 1, 0, 0);
             run_case("causal + lens (B, Nq)", 4, shape4, x, lr, 2, 1, off, 1);
             run_case("causal + lens (B)", 3, shape3, x, lb, 1, 1, 2, 0);
+            /* sliding windows: narrower than, about, and wider than the visible keys */
+            const int64_t w = nk > 3 ? nk / 3 : 1;
+            run_case_w("causal + window", 4, shape4, x, NULL, 0, 1, off, 0, w);
+            run_case_w("lens (B, Nq) + window", 4, shape4, x, lr, 2, 0, 0, 1, w + 1);
+            run_case_w("window only", 3, shape3, x, NULL, 0, 0, 0, 0, nk > 17 ? 17 : 1);
+            run_case_w("window wider than the row", 3, shape3, x, lb, 1, 1, 1, 0, nk + 9);
             free(x);
         }
     }
@@ -153,15 +165,18 @@ static void test_bad_input(void **state) {
     clf_tensor *lens_b = tensor_poisoned(CLF_I32, 1, l1);
     clf_tensor *lens_r = tensor_poisoned(CLF_I32, 2, l2);
     clf_tensor *lens_f = tensor_poisoned(CLF_F32, 2, l3);
-    clf_mask m = {lens_b, 0, 0};
+    clf_mask m = {lens_b, 0, 0, 0};
     assert_int_equal(clf_softmax(g_ctx, x, out, &m), CLF_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "valid_lens"));
     m.valid_lens = lens_r;
     assert_int_equal(clf_softmax(g_ctx, x, out, &m), CLF_ERROR_SHAPE_MISMATCH);
     m.valid_lens = lens_f;
     assert_int_equal(clf_softmax(g_ctx, x, out, &m), CLF_ERROR_UNSUPPORTED);
-    clf_mask c = {NULL, 1, -1};
+    clf_mask c = {NULL, 1, -1, 0};
     assert_int_equal(clf_softmax(g_ctx, x, out, &c), CLF_ERROR_INVALID_ARGUMENT);
+    clf_mask wneg = {NULL, 1, 0, -3}; /* a negative window */
+    assert_int_equal(clf_softmax(g_ctx, x, out, &wneg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "window"));
     assert_int_equal(clf_softmax(g_ctx, x, out_bad, NULL), CLF_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "[2, 4, 8]"));
     assert_int_equal(clf_softmax(g_ctx, x, lens_f, NULL), CLF_ERROR_SHAPE_MISMATCH);

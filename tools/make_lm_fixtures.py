@@ -22,7 +22,8 @@ first), so that generation stopping at eos can be checked. The models:
                 (q != d), llama3 rope scaling, rope_theta 5e5, tied head, F32
   qwen2         Qwen2ForCausalLM, 4 heads on 2 K/V heads, QKV biases, BF16 weights (the
                 reference runs on the BF16-rounded weights in float64)
-  mistral_mqa   MistralForCausalLM, 4 query heads on 1 K/V head (multi-query), F32
+  mistral_mqa   MistralForCausalLM, 4 query heads on 1 K/V head (multi-query), a sliding window
+                of 5 tokens (shorter than the 9-token prompts and 20 new tokens), F32
 
 Run: python3 tools/make_lm_fixtures.py   (needs torch, transformers, safetensors from PyPI)
 """
@@ -73,7 +74,7 @@ def models():
     yield "mistral_mqa", MistralForCausalLM(MistralConfig(
         vocab_size=277, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=128,
-        sliding_window=None, rms_norm_eps=1e-5, tie_word_embeddings=False)), None, None
+        sliding_window=5, rms_norm_eps=1e-5, tie_word_embeddings=False)), None, None
 
 
 def randomize(model, gen):

@@ -183,9 +183,8 @@ CLF_API clf_status clf_greedy_decode(clf_encoder *enc, clf_decoder *dec, const c
  *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM: pre-norm RMSNorm blocks, rotary
  *     positions (rope_theta; "llama3", "linear" and "default" rope_scaling), grouped-query
  *     attention (num_key_value_heads), SwiGLU FFN, QKV biases where the config has them (Qwen2:
- *     always; Llama: attention_bias), tied or separate head. Mistral's sliding_window is honoured
- *     by refusing sequences longer than the window (a window shorter than the sequences run is
- *     not computed yet).
+ *     always; Llama: attention_bias), tied or separate head, Mistral's sliding_window (each
+ *     token attends to the last sliding_window positions; the cache keeps every position).
  * A folder of another architecture, or with a field clformer does not support, is refused with a
  * message naming it.
  *

@@ -25,11 +25,15 @@ extern "C" {
  *               to 0 .. Nk.
  *   causal:     1: query q (absolute position causal_offset + q) sees keys 0 .. causal_offset+q,
  *               for decoding with a KV cache where Nk = causal_offset + Nq.
- * Both may be combined. A query that sees no key gets all zeros (never NaN). */
+ *   window:     > 0: a query sees only the last `window` keys of what the rules above let it see
+ *               (a sliding window: with causal, query position p sees keys p - window + 1 .. p,
+ *               as Mistral's sliding_window); 0: no window.
+ * They may be combined. A query that sees no key gets all zeros (never NaN). */
 typedef struct clf_mask {
     const clf_tensor *valid_lens;
     int causal;
     int64_t causal_offset;
+    int64_t window;
 } clf_mask;
 
 /* out = softmax(x) over the last dimension, masked positions 0. mask may be NULL. */

@@ -226,11 +226,6 @@ clf_status clf_lm_state_create(const clf_lm *m, int64_t batch, int64_t max_len,
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "lm state: batch %lld must be >= 1 and max_len %lld in 1 .. %lld",
                          (long long)batch, (long long)max_len, (long long)in->max_positions);
-    if (m->cfg.window && max_len > m->cfg.window)
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "lm state: max_len %lld is over the sliding window of %lld, which is not "
-                         "computed yet",
-                         (long long)max_len, (long long)m->cfg.window);
     if (batch > INT64_MAX / max_len / 2 / kv / in->layers)
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "lm state: the caches overflow");
     CLF_TRY(
@@ -334,6 +329,7 @@ clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, con
     ap.v_col = (int64_t)w;
     ap.nk = ws->nk;
     ap.mask.valid_lens = &ws->lens; /* (B, T): causal within each sequence */
+    ap.mask.window = m->cfg.window; /* Mistral's sliding window (0: none) */
     return clf_attention(ctx, &ws->qkv, kv, kv, &ws->att, &ap);
 }
 

@@ -20,7 +20,7 @@ clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_di
 typedef struct att_shape {
     int64_t batch, nq, nk, heads, kv_heads, dh, wq, wk, wv, kmax;
     float scale;
-    int lens_mode;
+    int lens_mode, window;
     cl_mem lens;
 } att_shape;
 
@@ -85,6 +85,7 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
         return st;
     s->lens_mode = m.lens_mode;
     s->lens = m.lens;
+    s->window = m.window;
     if (d->weights && !d->naive)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "attention: weights are only produced by the naive path (naive = 1)");
@@ -124,13 +125,14 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
     size_t tg[2] = {clf__round_up((size_t)nkp, tl[0]), (size_t)(s->batch * s->kv_heads)};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
         return st;
-    st = clf__set_args(
-        ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem), &v->mem,
-        sizeof(cl_mem), &out->mem, sizeof(cl_int), &nq, sizeof(cl_int), &nk, sizeof(cl_int), &c_nkp,
-        sizeof(cl_int), &heads, sizeof(cl_long), &qb, sizeof(cl_int), &qr, sizeof(cl_int), &qc,
-        sizeof(cl_long), &vb, sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
-        sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int),
-        &causal, sizeof(cl_long), &coff, sizeof(cl_int), &kv_group, (size_t)0);
+    st = clf__set_args(ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem),
+                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
+                       sizeof(cl_int), &c_nkp, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
+                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &vb,
+                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
+                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
+                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, sizeof(cl_int), &kv_group,
+                       sizeof(cl_int), &s->window, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[2] = {clf__round_up(((size_t)s->nq + per_item - 1) / per_item, local[0]),
                         (size_t)(s->batch * s->heads)};
@@ -206,15 +208,15 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     cl_int c_splits = (cl_int)splits, c_split_keys = (cl_int)split_keys;
     cl_int kv_group = (cl_int)(s->heads / s->kv_heads);
     float scale = s->scale;
-    st = clf__set_args(ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem),
-                       &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int),
-                       &nq, sizeof(cl_int), &nk, sizeof(cl_int), &heads, sizeof(cl_long), &qb,
-                       sizeof(cl_int), &qr, sizeof(cl_int), &qc, sizeof(cl_long), &kb,
-                       sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
-                       sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow,
-                       sizeof(float), &scale, sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode,
-                       sizeof(cl_int), &causal, sizeof(cl_long), &coff, sizeof(cl_int), &c_splits,
-                       sizeof(cl_int), &c_split_keys, sizeof(cl_int), &kv_group, (size_t)0);
+    st = clf__set_args(
+        ctx, kt, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem), &v->mem,
+        sizeof(cl_mem), &out->mem, sizeof(cl_mem), &part, sizeof(cl_int), &nq, sizeof(cl_int), &nk,
+        sizeof(cl_int), &heads, sizeof(cl_long), &qb, sizeof(cl_int), &qr, sizeof(cl_int), &qc,
+        sizeof(cl_long), &kb, sizeof(cl_int), &kr, sizeof(cl_int), &kc_, sizeof(cl_long), &vb,
+        sizeof(cl_int), &vr, sizeof(cl_int), &vc, sizeof(cl_int), &orow, sizeof(float), &scale,
+        sizeof(cl_mem), &s->lens, sizeof(cl_int), &mode, sizeof(cl_int), &causal, sizeof(cl_long),
+        &coff, sizeof(cl_int), &c_splits, sizeof(cl_int), &c_split_keys, sizeof(cl_int), &kv_group,
+        sizeof(cl_int), &s->window, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[3] = {clf__round_up((size_t)s->nq, local[0]), (size_t)(s->batch * s->heads / hg),
                         (size_t)splits};

@@ -1,7 +1,7 @@
 /*
  * mask.c — the host-side checks of a clf_mask, shared by every masked op (softmax, attention):
- * valid lengths (B) per batch or (B, nq) per query, I32; a causal offset >= 0. The kernels apply
- * the rule in common.cl (clf_visible_keys).
+ * valid lengths (B) per batch or (B, nq) per query, I32; a causal offset >= 0; a window >= 0. The
+ * kernels apply the rules in common.cl (clf_visible_keys, clf_first_key).
  */
 #include "../internal.h"
 
@@ -11,7 +11,12 @@ clf_status clf__check_mask(clf_context *ctx, const clf_mask *mask, int64_t batch
     out->lens = fallback; /* a valid buffer the kernels never read without lengths */
     out->causal = 0;
     out->causal_offset = 0;
+    out->window = 0;
     if (!mask) return CLF_SUCCESS;
+    if (mask->window < 0 || mask->window > INT32_MAX)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: window %lld must be in 0 .. 2^31-1",
+                         what, (long long)mask->window);
+    out->window = (int)mask->window;
     out->causal = mask->causal ? 1 : 0;
     out->causal_offset = mask->causal_offset;
     if (out->causal && out->causal_offset < 0)

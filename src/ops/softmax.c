@@ -24,11 +24,12 @@ clf_status clf_softmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out,
     size_t local[2];
     if ((st = clf__row_kernel(ctx, CLF_K_SOFTMAX, n, &k, local)) != CLF_SUCCESS) return st;
     cl_long c_rows = rows, c_rpb = rows / batch, c_off = m.causal_offset;
-    cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = m.lens_mode, c_causal = m.causal;
+    cl_int c_n = (cl_int)n, c_nq = (cl_int)nq, c_mode = m.lens_mode, c_causal = m.causal,
+           c_window = m.window;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_mem), &out->mem, sizeof(cl_long),
                        &c_rows, sizeof(cl_int), &c_n, sizeof(cl_mem), &m.lens, sizeof(cl_int),
                        &c_mode, sizeof(cl_long), &c_rpb, sizeof(cl_int), &c_nq, sizeof(cl_int),
-                       &c_causal, sizeof(cl_long), &c_off, (size_t)0);
+                       &c_causal, sizeof(cl_long), &c_off, sizeof(cl_int), &c_window, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[2] = {local[0], clf__round_up((size_t)rows, local[1])};
     return clf__launch(ctx, CLF_K_SOFTMAX, k, 2, global, local);

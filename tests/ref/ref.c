@@ -16,17 +16,26 @@ void ref_mask_limits(int64_t rows, int64_t n, int64_t batch, int64_t nq, const i
 }
 
 void ref_softmax(const float *x, double *y, int64_t rows, int64_t n, const int64_t *lim) {
+    ref_softmax_window(x, y, rows, n, lim, 0);
+}
+
+int64_t ref_first_key(int64_t lim, int64_t window) {
+    return window > 0 && lim > window ? lim - window : 0;
+}
+
+void ref_softmax_window(const float *x, double *y, int64_t rows, int64_t n, const int64_t *lim,
+                        int64_t window) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         double *yr = y + r * n;
-        int64_t l = lim ? lim[r] : n;
+        const int64_t l = lim ? lim[r] : n, lo = ref_first_key(l, window);
         double m = -INFINITY, s = 0.0;
-        for (int64_t i = 0; i < l; i++)
+        for (int64_t i = lo; i < l; i++)
             m = fmax(m, (double)xr[i]);
-        for (int64_t i = 0; i < l; i++)
+        for (int64_t i = lo; i < l; i++)
             s += exp((double)xr[i] - m);
         for (int64_t i = 0; i < n; i++)
-            yr[i] = i < l ? exp((double)xr[i] - m) / s : 0.0;
+            yr[i] = i < l && i >= lo ? exp((double)xr[i] - m) / s : 0.0;
     }
 }
 

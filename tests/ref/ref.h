@@ -9,6 +9,11 @@
 
 /* Softmax over rows of n with a visible prefix per row: lim[r] in 0..n (0: all zeros). */
 void ref_softmax(const float *x, double *y, int64_t rows, int64_t n, const int64_t *lim);
+/* The first visible key with a sliding window of the last `window` keys of 0..lim-1 (0: none). */
+int64_t ref_first_key(int64_t lim, int64_t window);
+/* The same softmax over keys ref_first_key(lim[r], window) .. lim[r] - 1 of each row. */
+void ref_softmax_window(const float *x, double *y, int64_t rows, int64_t n, const int64_t *lim,
+                        int64_t window);
 
 /* Visible prefix of each row for scores (B, ..., nq, n): valid lens per batch (lens_ndim 1) or
  * per (batch, query) (lens_ndim 2), or none (lens == NULL); causal with offset if causal. */
