@@ -24,6 +24,7 @@ typedef enum {
     CLF_PROG_ELEMENTWISE,
     CLF_PROG_LINEAR,
     CLF_PROG_ATTENTION,
+    CLF_PROG_SAMPLE,
     CLF_PROG_COUNT
 } clf_prog_id;
 
@@ -45,6 +46,7 @@ typedef enum {
     CLF_K_ATTENTION_COMBINE,
     CLF_K_ATTENTION_T,
     CLF_K_ATTENTION_TRANSPOSE,
+    CLF_K_SAMPLE,
     CLF_K_COUNT
 } clf_kernel_id;
 

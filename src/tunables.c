@@ -11,7 +11,7 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
     [CLF_PROG_SOFTMAX] = "softmax",         [CLF_PROG_LAYERNORM] = "layernorm",
     [CLF_PROG_POSENC] = "posenc",           [CLF_PROG_ROPE] = "rope",
     [CLF_PROG_ELEMENTWISE] = "elementwise", [CLF_PROG_LINEAR] = "linear",
-    [CLF_PROG_ATTENTION] = "attention",
+    [CLF_PROG_ATTENTION] = "attention",     [CLF_PROG_SAMPLE] = "sample",
 };
 
 const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
@@ -38,6 +38,7 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {"BQ"}, {0}},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},
     [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k", {NULL}, {0}},
+    [CLF_K_SAMPLE] = {CLF_PROG_SAMPLE, "sample_rows", {"WG"}, {1}},
 };
 
 const clf_tunable_def clf__tunable_defs[CLF_T_COUNT] = {

@@ -322,6 +322,14 @@ static void test_warmup_covers_calls(void **state) {
     CLF_OK(clf_add(c, x, x, x));
     CLF_OK(clf_gated_act(c, x, x, CLF_ACT_SILU, x));
     CLF_OK(clf_argmax(c, x, am));
+    clf_sampling_params sp = clf_sampling_default_params();
+    sp.temperature = 0.5f;
+    clf_tensor *su = NULL;
+    const int64_t four = 4;
+    CLF_OK(clf_tensor_create(c, CLF_F32, 1, &four, &su));
+    CLF_OK(clf_tensor_fill(su, 0.25));
+    CLF_OK(clf_sample(c, x, &sp, su, NULL, am));
+    clf_tensor_free(su);
     CLF_OK(clf_linear(c, x, w, bias, CLF_ACT_RELU, y)); /* 4 rows: linear_rows */
     CLF_OK(clf__linear_pack(c, w, &p));
     CLF_OK(clf__linear_packed(c, x, p, 5, bias, CLF_ACT_IDENTITY, y));

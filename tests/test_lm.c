@@ -320,6 +320,42 @@ static void test_sampling(void **state) {
     clf_lm_free(m);
 }
 
+/* Where the device refuses the sampler (a loop budget as llvmpipe's), generation picks tokens on
+ * the host by the same rule: the same seed gives the same tokens. */
+static void sampled(int32_t tokens[40]) {
+    clf_lm_info info;
+    clf_lm *m = load_model("llama_gqa", &info);
+    ref r;
+    load_ref("llama_gqa", info.vocab_size, &r);
+    const int32_t *prompts[2] = {r.prompt0, r.prompt1};
+    const int64_t lens[2] = {9, 5};
+    int64_t counts[2];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 20;
+    gp.ignore_eos = 1;
+    gp.sampling.temperature = 1.2f;
+    gp.sampling.top_k = 40;
+    gp.sampling.top_p = 0.9f;
+    gp.sampling.repetition_penalty = 1.2f;
+    gp.sampling.seed = 11;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
+    free(r.logits);
+    clf_lm_free(m);
+}
+
+static int32_t g_device_tokens[40];
+static void sample_fallback_body(void **state) {
+    (void)state;
+    int32_t host[40];
+    sampled(host);
+    assert_memory_equal(host, g_device_tokens, sizeof(host));
+}
+
+static void test_sampling_host_fallback(void **state) {
+    sampled(g_device_tokens);
+    harness_under_loop_budget(sample_fallback_body, state, 2000);
+}
+
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -417,6 +453,7 @@ int main(void) {
         cmocka_unit_test(test_batch_of_lengths),
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_sampling_host_fallback),
         cmocka_unit_test(test_bad_input),
     };
     return HARNESS_RUN("lm", tests);

@@ -235,19 +235,6 @@ CLF_API int64_t clf_lm_state_length(const clf_lm_state *s, int64_t b);
 CLF_API clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
                                      clf_tensor *logits);
 
-/* How the next token is picked, as Hugging Face's generate: repetition penalty (over the
- * sequence's prompt and generated tokens), then temperature, top-k, top-p, then a draw. */
-typedef struct clf_sampling_params {
-    float temperature;        /* 0: greedy (argmax on the device) */
-    int64_t top_k;            /* keep the k most likely (0: all) */
-    float top_p;              /* keep the smallest set with probability >= top_p (1: all) */
-    float repetition_penalty; /* 1: off; > 1 discourages repeats (CTRL's rule) */
-    uint64_t seed;            /* the same seed and logits give the same tokens on any device */
-} clf_sampling_params;
-
-/* Greedy: temperature 0, top_k 0, top_p 1, repetition_penalty 1, seed 0. */
-CLF_API clf_sampling_params clf_sampling_default_params(void);
-
 /* Called with each new token of sequence seq (0 .. n-1); return nonzero to stop generating. */
 typedef int (*clf_token_fn)(void *user, int64_t seq, int32_t token);
 
@@ -264,8 +251,9 @@ CLF_API clf_generate_params clf_generate_default_params(void);
 
 /* Generates for n prompts at once (prompts[i]: prompt_lens[i] >= 1 token ids): one batched
  * prefill, then one step per token, a sequence stopping at an eos id (which is not stored) or
- * after max_new_tokens. tokens (n, max_new_tokens) host receives each sequence's new tokens
- * (the rest -1), counts (n) their numbers. */
+ * after max_new_tokens. Tokens are picked on the device (clf_sample), or by the same rule on the
+ * host where the device refuses the vocabulary. tokens (n, max_new_tokens) host receives each
+ * sequence's new tokens (the rest -1), counts (n) their numbers. */
 CLF_API clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts,
                                    const int64_t *prompt_lens, int64_t n,
                                    const clf_generate_params *params, int32_t *tokens,

@@ -271,6 +271,30 @@ CLF_API clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const cl
                                  const clf_tensor *v, clf_tensor *out,
                                  const clf_attention_params *desc);
 
+/* How the next token is picked, as Hugging Face's generate: repetition penalty (over the
+ * sequence's prompt and generated tokens), then temperature, top-k, top-p, then a draw. */
+typedef struct clf_sampling_params {
+    float temperature;        /* 0: greedy (the first largest penalized logit) */
+    int64_t top_k;            /* keep the k most likely (0: all) */
+    float top_p;              /* keep the smallest set with probability >= top_p (1: all) */
+    float repetition_penalty; /* 1: off; > 1 discourages repeats (CTRL's rule) */
+    uint64_t seed;            /* the same seed and logits give the same tokens on any device */
+} clf_sampling_params;
+
+/* Greedy: temperature 0, top_k 0, top_p 1, repetition_penalty 1, seed 0. */
+CLF_API clf_sampling_params clf_sampling_default_params(void);
+
+/* Picks one token per row of logits (B, V) on the device with params (see clf_sampling_params),
+ * drawing with u (B) F32 uniform numbers in [0, 1) (the caller's RNG); out (B) I32 receives the
+ * ids. seen (B, V) I32, or NULL, marks the tokens each row has seen (prompt and generated) for
+ * the repetition penalty, and gets the chosen token marked. Top-k and top-p cut at thresholds
+ * found by bisection (ties at a cut are all kept); the draw walks the kept tokens in index order.
+ * A device that runs only so many loop iterations per work-item (llvmpipe) refuses a vocabulary
+ * too large for it with CLF_ERROR_UNSUPPORTED. */
+CLF_API clf_status clf_sample(clf_context *ctx, const clf_tensor *logits,
+                              const clf_sampling_params *params, const clf_tensor *u,
+                              clf_tensor *seen, clf_tensor *out);
+
 /* out[...] = index of the largest element of x[..., :] (the first one on ties), for f32 x
  * (..., n) and I32 out with x's leading dims (a 1-D x gives a 1-element out). */
 CLF_API clf_status clf_argmax(clf_context *ctx, const clf_tensor *x, clf_tensor *out);

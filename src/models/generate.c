@@ -3,9 +3,10 @@
  * per token, each sequence stopping at an eos id or its token limit; and the sampler, as Hugging
  * Face's generate applies its processors: repetition penalty, temperature, top-k, top-p, draw.
  *
- * Greedy decoding without a repetition penalty takes the argmax on the device and reads back one
- * id per sequence. The other modes read each step's (B, V) logits to the host and sample there
- * (a sort of the vocabulary per token: not yet on the device).
+ * The token is picked on the device (clf_sample: penalty, temperature, top-k, top-p and the draw,
+ * at a uniform number from each sequence's own stream of the project's RNG) and only the ids are
+ * read back. A device that refuses the vocabulary (llvmpipe's loop limit) gets the same rule on
+ * the host, on the step's logits.
  */
 #include "lm.h"
 #include "../rng.h"
@@ -38,53 +39,67 @@ typedef struct scored {
 static int by_value_desc(const void *a, const void *b) {
     const scored *x = a, *y = b;
     if (x->v != y->v) return x->v > y->v ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id; /* ties: the lower id first (stable) */
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Picks the next token from logits (V) (modified in place); seen (V): tokens of the sequence so
- * far (for the repetition penalty); order: V entries of scratch. */
-static int32_t sample_one(float *logits, int64_t V, const unsigned char *seen,
-                          const clf_sampling_params *p, clf_rng *rng, scored *order) {
-    if (p->repetition_penalty != 1.0f)
-        for (int64_t i = 0; i < V; i++)
-            if (seen[i])
-                logits[i] = logits[i] < 0 ? logits[i] * p->repetition_penalty
-                                          : logits[i] / p->repetition_penalty;
-    if (p->temperature <= 0.0f) { /* greedy: the first maximum */
-        int64_t best = 0;
-        for (int64_t i = 1; i < V; i++)
-            if (logits[i] > logits[best]) best = i;
-        return (int32_t)best;
-    }
+/* The host's pick, by the rule of kernels/sample.cl (used where the device refuses the
+ * vocabulary: llvmpipe's loop limit): penalized scores in float, top-k keeping ties at the k-th,
+ * top-p keeping a token while the mass of larger kept ones is < top_p, the draw at u in index
+ * order. seen (V) is updated; order: V entries of scratch. */
+static int32_t host_pick(const float *logits, int64_t V, unsigned char *seen,
+                         const clf_sampling_params *p, double u, scored *order) {
+    const int greedy = p->temperature <= 0.0f;
+    const float inv_t = greedy ? 1.0f : 1.0f / p->temperature;
     for (int64_t i = 0; i < V; i++) {
-        order[i].v = logits[i] / p->temperature;
+        float v = logits[i];
+        if (seen[i] && p->repetition_penalty != 1.0f)
+            v = v < 0.0f ? v * p->repetition_penalty : v / p->repetition_penalty;
+        order[i].v = v * inv_t;
         order[i].id = (int32_t)i;
     }
     qsort(order, (size_t)V, sizeof(scored), by_value_desc);
-    int64_t keep = p->top_k > 0 && p->top_k < V ? p->top_k : V;
-    /* Probabilities of the kept tokens (softmax from the largest, in double). */
-    double sum = 0.0;
-    for (int64_t i = 0; i < keep; i++)
-        sum += exp((double)order[i].v - (double)order[0].v);
-    if (p->top_p < 1.0f) { /* keep while the mass before a token is < top_p (at least one) */
-        double before = 0.0;
+    const int64_t k = greedy ? 1 : p->top_k > 0 && p->top_k < V ? p->top_k : V;
+    const float kth = order[k - 1].v, m = order[0].v;
+    int64_t kept = k;
+    while (kept < V && order[kept].v == kth) /* ties at the k-th are kept */
+        kept++;
+    if (!greedy && p->top_p < 1.0f) { /* mass of strictly larger kept scores < top_p */
+        double z = 0.0, above = 0.0;
+        for (int64_t i = 0; i < kept; i++)
+            z += exp((double)order[i].v - m);
         int64_t i = 0;
-        for (; i < keep; i++) {
-            if (i > 0 && before >= (double)p->top_p) break;
-            before += exp((double)order[i].v - (double)order[0].v) / sum;
+        while (i < kept) {
+            int64_t j = i;
+            double tie = 0.0;
+            while (j < kept && order[j].v == order[i].v)
+                tie += exp((double)order[j++].v - m);
+            if (!(above < (double)p->top_p * z)) break;
+            above += tie;
+            i = j;
         }
-        keep = i;
-        sum = 0.0;
-        for (i = 0; i < keep; i++)
-            sum += exp((double)order[i].v - (double)order[0].v);
+        kept = i;
     }
-    const double u = clf_rng_uniform(rng, 0.0, sum);
+    /* the draw: kept tokens in index order */
+    const float cut = order[kept - 1].v;
+    double total = 0.0;
+    for (int64_t i = 0; i < kept; i++)
+        total += exp((double)order[i].v - m);
+    const double r = (greedy ? 0.0 : u) * total;
     double acc = 0.0;
-    for (int64_t i = 0; i < keep; i++) {
-        acc += exp((double)order[i].v - (double)order[0].v);
-        if (u < acc) return order[i].id;
+    int32_t pick = -1, last = -1;
+    for (int64_t i = 0; i < V && pick < 0; i++) {
+        float v = logits[i];
+        if (seen[i] && p->repetition_penalty != 1.0f)
+            v = v < 0.0f ? v * p->repetition_penalty : v / p->repetition_penalty;
+        v *= inv_t;
+        if (v < cut) continue;
+        acc += exp((double)v - m);
+        last = (int32_t)i;
+        if (r < acc) pick = (int32_t)i;
     }
-    return order[keep - 1].id;
+    if (pick < 0) pick = last;
+    seen[pick] = 1;
+    return pick;
 }
 
 static int is_eos(const clf_lm_info *in, int32_t t) {
@@ -128,20 +143,21 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
                          "generate: %lld prompt tokens + %lld new ones exceed the model's %lld "
                          "positions",
                          (long long)longest, (long long)max_new, (long long)in->max_positions);
-    const int host_sampling = sp->temperature > 0.0f || sp->repetition_penalty != 1.0f;
+    const int greedy = sp->temperature <= 0.0f, penalty = sp->repetition_penalty != 1.0f;
     clf_lm_state *s = NULL;
-    clf_tensor *ids = NULL, *ids1 = NULL, *logits = NULL, *am = NULL;
+    clf_tensor *ids = NULL, *ids1 = NULL, *logits = NULL, *am = NULL, *u = NULL, *dseen = NULL;
     int32_t *host_ids = calloc((size_t)(n * longest), sizeof(int32_t));
     int64_t *n_new = malloc(sizeof(int64_t) * (size_t)n);
     int32_t *next = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *done = calloc((size_t)n, 1);
-    unsigned char *seen = host_sampling ? calloc((size_t)(n * V), 1) : NULL;
-    float *host_logits = host_sampling ? malloc(sizeof(float) * (size_t)(n * V)) : NULL;
-    scored *order = host_sampling ? malloc(sizeof(scored) * (size_t)V) : NULL;
+    unsigned char *seen = calloc((size_t)(n * V), 1); /* (n, V): the host's copy */
+    float *draw = malloc(sizeof(float) * (size_t)n);
     clf_rng *rng = malloc(sizeof(clf_rng) * (size_t)n);
+    float *host_logits = NULL;
+    scored *order = NULL;
+    int on_device = 1;
     clf_status st = CLF_SUCCESS;
-    if (!host_ids || !n_new || !next || !done || !rng ||
-        (host_sampling && (!seen || !host_logits || !order))) {
+    if (!host_ids || !n_new || !next || !done || !seen || !draw || !rng) {
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         goto fail;
     }
@@ -151,7 +167,7 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
         counts[b] = 0;
         rng[b] =
             clf_rng_make(sp->seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(b + 1))); /* per sequence */
-        for (int64_t t = 0; seen && t < prompt_lens[b]; t++)
+        for (int64_t t = 0; t < prompt_lens[b]; t++)
             seen[b * V + prompts[b][t]] = 1;
     }
     for (int64_t i = 0; i < n * max_new; i++)
@@ -162,18 +178,51 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
     CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, one_shape, &ids1));
     CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 2, lg_shape, &logits));
     CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 1, &n, &am));
+    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 1, &n, &u));
+    CLF_CHECK(clf_tensor_fill(u, 0.0));
+    if (penalty) { /* the tokens each sequence has seen, on the device; the sampler marks more */
+        int32_t *h = malloc(sizeof(int32_t) * (size_t)(n * V));
+        if (!h) {
+            st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            goto fail;
+        }
+        for (int64_t i = 0; i < n * V; i++)
+            h[i] = seen[i];
+        st = clf_tensor_create(ctx, CLF_I32, 2, lg_shape, &dseen);
+        if (st == CLF_SUCCESS) st = clf_tensor_write(dseen, h, sizeof(int32_t) * (size_t)(n * V));
+        free(h);
+        if (st != CLF_SUCCESS) goto fail;
+    }
     CLF_CHECK(clf_tensor_write(ids, host_ids, sizeof(int32_t) * (size_t)(n * longest)));
     CLF_CHECK(clf_lm_state_step(s, ids, n_new, logits)); /* the prefill */
     for (int64_t step = 0;; step++) {
-        if (host_sampling) {
+        if (!greedy) /* one uniform number per live sequence from its own stream */
+            for (int64_t b = 0; b < n; b++)
+                draw[b] = done[b] ? 0.0f : (float)clf_rng_uniform(&rng[b], 0.0, 1.0);
+        if (on_device) {
+            if (!greedy) CLF_CHECK(clf_tensor_write(u, draw, sizeof(float) * (size_t)n));
+            st = clf_sample(ctx, logits, sp, u, dseen, am);
+            if (st == CLF_ERROR_UNSUPPORTED && step == 0) { /* the device's loop limit */
+                on_device = 0;
+                clf__clear_error(ctx);
+                host_logits = malloc(sizeof(float) * (size_t)(n * V));
+                order = malloc(sizeof(scored) * (size_t)V);
+                if (!host_logits || !order) {
+                    st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+                    goto fail;
+                }
+            } else if (st != CLF_SUCCESS) {
+                goto fail;
+            } else {
+                CLF_CHECK(clf_tensor_read(am, next, sizeof(int32_t) * (size_t)n));
+            }
+        }
+        if (!on_device) {
             CLF_CHECK(clf_tensor_read(logits, host_logits, sizeof(float) * (size_t)(n * V)));
             for (int64_t b = 0; b < n; b++)
-                next[b] =
-                    done[b] ? 0
-                            : sample_one(host_logits + b * V, V, seen + b * V, sp, &rng[b], order);
-        } else {
-            CLF_CHECK(clf_argmax(ctx, logits, am));
-            CLF_CHECK(clf_tensor_read(am, next, sizeof(int32_t) * (size_t)n));
+                next[b] = done[b] ? 0
+                                  : host_pick(host_logits + b * V, V, seen + b * V, sp,
+                                              (double)draw[b], order);
         }
         int active = 0;
         for (int64_t b = 0; b < n; b++) {
@@ -189,7 +238,7 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
                 continue;
             }
             tokens[b * max_new + counts[b]++] = t;
-            if (seen) seen[b * V + t] = 1;
+            seen[b * V + t] = 1;
             if ((params->on_token && params->on_token(params->user, b, t)) ||
                 counts[b] == max_new) {
                 done[b] = 1;
@@ -204,7 +253,7 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
     }
 fail:
     clf_lm_state_free(s);
-    clf_tensor *ts[] = {ids, ids1, logits, am};
+    clf_tensor *ts[] = {ids, ids1, logits, am, u, dseen};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         clf_tensor_free(ts[i]);
     free(host_ids);
@@ -212,6 +261,7 @@ fail:
     free(next);
     free(done);
     free(seen);
+    free(draw);
     free(host_logits);
     free(order);
     free(rng);
