@@ -150,6 +150,9 @@ sample_rows(const __global float *logits, /* (rows, V) */
         if (pick == V) pick = -group_imin(redi, t, -last); /* r at the very end: the last kept */
         chosen = pick;
     }
+    /* The other work-items' reads of seen must be done before it is written: the reductions'
+     * local fences do not order global memory (Oclgrind found the race). */
+    barrier(CLK_GLOBAL_MEM_FENCE);
     if (t == 0) {
         out[row] = chosen;
         if (has_seen) sr[chosen] = 1;
