@@ -11,8 +11,9 @@
  *   (a, b) -> (a cos - b sin, b cos + a sin). Dims rd .. DH - 1 stay as they are.
  * The angle is the fp32 product p * f_i, as Hugging Face computes it, then one sincos.
  *
- * A work-item takes VW consecutive pairs of one row: their sin and cos come from one vector
- * sincos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and serve every head of the row.
+ * A work-item takes VW consecutive pairs of one row: their sin and cos come from vector sin and
+ * cos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and serve every head of the row.
+ * Not sincos: Oclgrind 21.10's uninitialized-value check aborts on its private-pointer output.
  * The last chunk of a row, if shorter than VW, goes pair by pair.
  *
  * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
@@ -61,15 +62,15 @@ rope_rows(__global float *x,                /* (B, N, W), rotated in place */
             f = VLOAD(0, inv_freq + i0);
         else
             f = exp2(convert_floatV(IOTA + i0) * freq_log2);
-        floatV c;
-        const floatV s = sincos(p * f, &c);
-        PRIV_VSTORE(c, cs);
-        PRIV_VSTORE(s, sn);
+        const floatV a = p * f;
+        PRIV_VSTORE(cos(a), cs);
+        PRIV_VSTORE(sin(a), sn);
     } else {
         for (int j = 0; j < na; j++) {
             const int i = i0 + j;
             const float f = has_freq ? inv_freq[i] : exp2((float)i * freq_log2);
-            sn[j] = sincos(p * f, &cs[j]);
+            cs[j] = cos(p * f);
+            sn[j] = sin(p * f);
         }
     }
     for (int h = 0; h < heads; h++) {
