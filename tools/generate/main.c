@@ -177,48 +177,48 @@ int main(int argc, char **argv) {
     clf_bpe *tok = NULL;
     clf_error msg = {""};
     const int need_tok = tokenize || prompt || !print_ids;
+    int rc = 1;
+    int32_t *ids = NULL, *out = NULL;
+    int64_t n = 0;
+    clf_context *ctx = NULL;
+    clf_lm *m = NULL;
+    run r = {NULL, NULL, print_ids, 0, 0.0, 0};
     if (stat(path, &sb) == 0 && clf_bpe_load(path, &tok, &msg) != CLF_SUCCESS && need_tok) {
         fprintf(stderr, "clformer-generate: %s\n", msg.message);
-        return 1;
+        goto done;
     }
     if (!tok && need_tok) {
         fprintf(stderr,
                 "clformer-generate: %s is missing: a text prompt, --tokenize and text output "
                 "need it (use --ids and --print-ids without one)\n",
                 path);
-        return 1;
+        goto done;
     }
-    int32_t *ids = NULL;
-    int64_t n = 0;
+    r.tok = tok;
     const char *text = tokenize ? tokenize : prompt;
     if (text) {
         clf_bpe_encode(tok, text, 1, NULL, 0, &n, NULL);
         ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
         if (!ids || clf_bpe_encode(tok, text, 1, ids, n, &n, &msg) != CLF_SUCCESS) {
             fprintf(stderr, "clformer-generate: %s\n", msg.message);
-            return 1;
+            goto done;
         }
         if (tokenize) {
             for (int64_t i = 0; i < n; i++)
                 printf("%s%d", i ? " " : "", ids[i]);
             printf("\n");
-            free(ids);
-            clf_bpe_free(tok);
-            return 0;
+            rc = 0;
+            goto done;
         }
     } else if ((n = parse_ids(ids_arg, &ids)) < 1) {
         fprintf(stderr, "clformer-generate: --ids needs space-separated token ids, not '%s'\n",
                 ids_arg);
-        return 2;
+        rc = 2;
+        goto done;
     }
-    int rc = 1;
     clf_context_params params = clf_context_default_params();
     params.device_spec = spec;
     params.error = &msg;
-    clf_context *ctx = NULL;
-    clf_lm *m = NULL;
-    int32_t *out = NULL;
-    run r = {tok, NULL, print_ids, 0, 0.0, 0};
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-generate: %s\n", msg.message);
         goto done;
