@@ -47,6 +47,9 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     const clf_device_type style = ctx->loop_budget > 0 ? CLF_DEVICE_OTHER : ctx->info.type;
     for (size_t i = 0; i < clf__tunable_count; i++)
         ctx->tunables[i] = clf__tunable_default(&clf__tunable_defs[i], style);
+    /* Local-memory attention where local memory is on chip (GPUs; Oclgrind says so too), not
+     * by device type: PoCL and llvmpipe keep it in ordinary memory. */
+    ctx->tunables[CLF_T_ATTENTION_LOCAL_KV] = ctx->info.local_mem_dedicated ? 1 : 0;
     ctx->disk_cache = p->disk_cache;
     if (p->disk_cache) {
         ctx->cache_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
@@ -226,7 +229,8 @@ clf_status clf_context_warmup(clf_context *ctx) {
     for (int i = 0; i < CLF_K_COUNT; i++) {
         /* Attention's kernels are built per head size, vector width and tile (clf_defines of the
          * call), which warm-up cannot know: their first call per head size builds them. */
-        if (clf__kernel_defs[i].prog == CLF_PROG_ATTENTION) continue;
+        const clf_prog_id prog = clf__kernel_defs[i].prog;
+        if (prog == CLF_PROG_ATTENTION || prog == CLF_PROG_ATTENTION_LOCAL) continue;
         cl_kernel k;
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
         if (st != CLF_SUCCESS) return st;

@@ -11,7 +11,8 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
     [CLF_PROG_SOFTMAX] = "softmax",         [CLF_PROG_LAYERNORM] = "layernorm",
     [CLF_PROG_POSENC] = "posenc",           [CLF_PROG_ROPE] = "rope",
     [CLF_PROG_ELEMENTWISE] = "elementwise", [CLF_PROG_LINEAR] = "linear",
-    [CLF_PROG_ATTENTION] = "attention",     [CLF_PROG_SAMPLE] = "sample",
+    [CLF_PROG_ATTENTION] = "attention",     [CLF_PROG_ATTENTION_LOCAL] = "attention_local",
+    [CLF_PROG_SAMPLE] = "sample",
 };
 
 const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
@@ -38,6 +39,11 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {"BQ"}, {0}},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},
     [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k", {NULL}, {0}},
+    [CLF_K_ATTENTION_FLASH] = {CLF_PROG_ATTENTION_LOCAL, "attention_flash", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_FLASH_SPLIT] = {CLF_PROG_ATTENTION_LOCAL,
+                                     "attention_flash_split",
+                                     {"WG"},
+                                     {1}},
     [CLF_K_SAMPLE] = {CLF_PROG_SAMPLE, "sample_rows", {"WG"}, {1}},
 };
 

@@ -219,11 +219,18 @@ static void run_all(int naive) {
 }
 
 /* Styles: CPU-like (transposed keys, 6 queries per work-item, chunks of 32 keys between
- * barriers), GPU-like (chunks of 16, one head per work-item), and the row-wise kernel with
- * vectors of 1 and up to 2 heads per work-item (the split path's kernel, here without splits). */
+ * barriers), GPU-like (chunks of 16, one head per work-item), the row-wise kernel with vectors
+ * of 1 and up to 2 heads per work-item (the split path's kernel, here without splits), and the
+ * local-memory kernels (attention.LOCAL_KV): tiles of 8 keys in groups of 16 queries with
+ * float4, and tiles of 32 keys in groups of 3 queries with scalars (fewer queries than a tile's
+ * keys: each work-item stages several rows). */
+#define N_STYLES 5
 static void use_attention_style(int s) {
-    const int64_t maxvw[3] = {16, 4, 1}, bq[3] = {8, 64, 3}, qb[3] = {6, 1, 3}, kt[3] = {1, 1, 0},
-                  kc[3] = {32, 16, 256}, hg[3] = {8, 1, 2};
+    const int64_t maxvw[N_STYLES] = {16, 4, 1, 4, 1}, bq[N_STYLES] = {8, 64, 3, 16, 3},
+                  qb[N_STYLES] = {6, 1, 3, 1, 1}, kt[N_STYLES] = {1, 1, 0, 1, 1},
+                  kc[N_STYLES] = {32, 16, 256, 256, 256}, hg[N_STYLES] = {8, 1, 2, 1, 1},
+                  local[N_STYLES] = {0, 0, 0, 1, 1}, bk[N_STYLES] = {32, 32, 32, 8, 32},
+                  lwg[N_STYLES] = {16, 16, 16, 8, 32};
     const char *cap = getenv("CLF_TEST_MAX_VW"); /* see use_tunables */
     const int64_t vw = cap && atoi(cap) > 0 && maxvw[s] > atoi(cap) ? atoi(cap) : maxvw[s];
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", vw));
@@ -232,12 +239,15 @@ static void use_attention_style(int s) {
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KT", kt[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.KC", kc[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXHG", hg[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.LOCAL_KV", local[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.BK", bk[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.LOCAL_WG", lwg[s]));
 }
 
 static void test_tiled(void **state) {
     (void)state;
     rng_seed(61);
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < N_STYLES; s++) {
         use_attention_style(s);
         run_all(0);
     }
@@ -271,6 +281,16 @@ static void test_split_decode(void **state) {
             run_case(&cases[i], 0);
     }
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXHG", 8));
+    /* The local-memory split kernel: 16 work-items per query (one tile a split), 4 (several
+     * tiles a split, Dh over 4 work-items), 1 (the degenerate group). */
+    const int64_t lwg[3] = {16, 4, 1};
+    for (int w = 0; w < 3; w++) {
+        use_attention_style(3);
+        CLF_OK(clf_context_set_tunable(g_ctx, "attention.LOCAL_WG", lwg[w]));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            run_case(&cases[i], 0);
+    }
+    use_attention_style(0);
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
 }
 
@@ -286,6 +306,10 @@ static void test_long_keys(void **state) {
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(&cases[i], 0);
+    use_attention_style(3); /* the local-memory kernels under the same budget */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case(&cases[i], 0);
+    use_attention_style(0);
 }
 
 /* Scores of +-1e4 after scaling: no NaN, no Inf, still within the stated bound. */
@@ -299,6 +323,9 @@ static void test_extreme_logits(void **state) {
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         run_case(&cases[i], 0);
         run_case(&cases[i], 1);
+        use_attention_style(3);
+        run_case(&cases[i], 0);
+        use_attention_style(0);
     }
 }
 
@@ -311,16 +338,19 @@ static void test_rising_scores(void **state) {
         {1, 2, 7, 300, 16, 300, 0, 0, 0, 0, 1, 1.0, 0, 0},
         {2, 1, 5, 203, 64, 210, 0, 1, 1, 198, 1, 3.0, 0, 0},
     };
-    for (int st = 0; st < 3; st++) {
+    for (int st = 0; st < N_STYLES; st++) {
+        use_attention_style(st);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            run_case(&cases[i], 0);
+    }
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 32));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_NQ", 8));
+    for (int st = 0; st < N_STYLES; st += 3) { /* split keys, then combine; both kernels */
         use_attention_style(st);
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
             run_case(&cases[i], 0);
     }
     use_attention_style(0);
-    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 32));
-    CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_NQ", 8));
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case(&cases[i], 0); /* split keys, then combine */
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_KEYS", 256));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.SPLIT_NQ", 4));
 }

@@ -1,8 +1,9 @@
 /*
- * attention.c — host side of kernels/attention.cl (tiled, with split-key decoding) and the naive
- * path (GEMM, masked softmax, GEMM) that is both the baseline and the way to get the weights.
+ * attention.c — the checks of every attention call, the host side of kernels/attention.cl (tiled,
+ * with split-key decoding) and the naive path (GEMM, masked softmax, GEMM) that is both the
+ * baseline and the way to get the weights. attention_local.c has the local-memory path.
  */
-#include "../internal.h"
+#include "attention.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,14 +16,6 @@ clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_di
     d.head_dim = head_dim;
     return d;
 }
-
-/* Shapes and masks, all checked before anything is queued. */
-typedef struct att_shape {
-    int64_t batch, nq, nk, heads, kv_heads, dh, wq, wk, wv, kmax;
-    float scale;
-    int lens_mode, window;
-    cl_mem lens;
-} att_shape;
 
 static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                         const clf_tensor *v, const clf_tensor *out, const clf_attention_params *d,
@@ -297,5 +290,8 @@ clf_status clf_attention(clf_context *ctx, const clf_tensor *q, const clf_tensor
     att_shape s;
     clf_status st = check(ctx, q, k, v, out, desc, &s);
     if (st != CLF_SUCCESS) return st;
-    return desc->naive ? naive(ctx, q, k, v, out, desc, &s) : tiled(ctx, q, k, v, out, desc, &s);
+    if (desc->naive) return naive(ctx, q, k, v, out, desc, &s);
+    if (clf__tun(ctx, CLF_T_ATTENTION_LOCAL_KV))
+        return clf__attention_local(ctx, q, k, v, out, desc, &s);
+    return tiled(ctx, q, k, v, out, desc, &s);
 }

@@ -393,9 +393,12 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
         res.gflops = flops / (res.ms * 1e6);
         res.gbps = io / (res.ms * 1e6);
     }
-    int64_t qb, bq;
+    int64_t qb, bq, local = 0;
     int tuned = 0;
-    if (!naive && nq > 1 && clf_attention_tiles(ctx, dh, &qb, &bq, &tuned) == CLF_SUCCESS)
+    clf_context_get_tunable(ctx, "attention.LOCAL_KV", &local);
+    if (!naive && local)
+        snprintf(res.note, sizeof(res.note), "local-memory kernels");
+    else if (!naive && nq > 1 && clf_attention_tiles(ctx, dh, &qb, &bq, &tuned) == CLF_SUCCESS)
         snprintf(res.note, sizeof(res.note), "tiles QB %lld BQ %lld (%s)", (long long)qb,
                  (long long)bq, tuned ? "tuned" : "defaults");
     if (kvh != h) {
@@ -426,6 +429,17 @@ int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r)
     if (bench_op_selected(o, "attention_gqa")) {
         if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1024, 1024, 64, r)) return 1;
         if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1, 4096, 64, r)) return 1;
+    }
+    /* The local-memory kernels (attention.LOCAL_KV, the default on GPUs) wherever the bench
+     * runs: a prefill at N 2048 and a decode step over 4096 keys. */
+    if (bench_op_selected(o, "attention_local")) {
+        int64_t was = 0;
+        clf_context_get_tunable(ctx, "attention.LOCAL_KV", &was);
+        int bad = clf_context_set_tunable(ctx, "attention.LOCAL_KV", 1) != CLF_SUCCESS;
+        if (!bad) bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 2048, 2048, 64, r);
+        if (!bad) bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 1, 4096, 64, r);
+        clf_context_set_tunable(ctx, "attention.LOCAL_KV", was);
+        if (bad) return 1;
     }
     return 0;
 }
