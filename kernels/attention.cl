@@ -33,6 +33,9 @@
  * the split path); attention_tiled remains for split-key decoding, where transposing would add
  * a pass over K.
  *
+ * K and V are floats or, with KVH 1 (per call), halfs (an F16 KV cache; common.cl's KVLOAD):
+ * the scores and sums stay fp32.
+ *
  * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), HG (heads per
  * work-item of attention_tiled, dividing H, per call: whole rows of K and V), BQ (work-items
  * per work-group), QB (queries per work-item, attention_tiled_t), KC (keys per chunk between
@@ -63,11 +66,11 @@
 #define NV (DH / VW)
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
-attention_tiled(const __global float *q, /* (B, *, q_rstride) */
-                const __global float *k, /* (B, >= nk, k_rstride) */
-                const __global float *v, /* (B, >= nk, v_rstride) */
-                __global float *out,     /* (B, nq, o_rstride) */
-                __global float *part,    /* (B * H * nq, splits, DH + 2) when splits > 1 */
+attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
+                const __global kvtype *k, /* (B, >= nk, k_rstride) */
+                const __global kvtype *v, /* (B, >= nk, v_rstride) */
+                __global float *out,      /* (B, nq, o_rstride) */
+                __global float *part,     /* (B * H * nq, splits, DH + 2) when splits > 1 */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
                 const int k_col, const long v_bstride, const int v_rstride, const int v_col,
@@ -86,8 +89,8 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
     const int j_end = splits > 1 ? min(lim, (sp + 1) * split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h0 * DH;
-    const __global float *kb = k + b * k_bstride + k_col;
-    const __global float *vb = v + b * v_bstride + v_col;
+    const __global kvtype *kb = k + b * k_bstride + k_col;
+    const __global kvtype *vb = v + b * v_bstride + v_col;
     floatV qv[HG][NV], acc[HG][NV], lv[HG];
     float m[HG];
     int kvo[HG]; /* column of head h0 + g's K and V block (grouped-query: heads share one) */
@@ -108,10 +111,10 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
         const intV visible = (IOTA + j0) < j_end;
         for (int g = 0; g < HG; g++) {
             for (int jj = 0; jj < VW; jj++) {
-                const __global float *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
-                floatV dot = qv[g][0] * VLOAD(0, kr);
+                const __global kvtype *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
+                floatV dot = qv[g][0] * KVLOAD(0, kr);
                 for (int d = 1; d < NV; d++)
-                    dot = fma(qv[g][d], VLOAD(d, kr), dot);
+                    dot = fma(qv[g][d], KVLOAD(d, kr), dot);
                 sa[jj] = HSUM(dot);
             }
             const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
@@ -127,9 +130,9 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
             lv[g] += p;
             PRIV_VSTORE(p, pa);
             for (int jj = 0; jj < jn; jj++) {
-                const __global float *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
+                const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
                 for (int d = 0; d < NV; d++)
-                    acc[g][d] = fma((floatV)(pa[jj]), VLOAD(d, vr), acc[g][d]);
+                    acc[g][d] = fma((floatV)(pa[jj]), KVLOAD(d, vr), acc[g][d]);
             }
         }
     }
@@ -185,8 +188,8 @@ attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
  * VW keys of a tile as DH vectors of VW, one key per lane. attention_tiled_t then scores VW keys
  * per vector with no horizontal sums, and reads each tile as one contiguous block (DH VW floats)
  * rather than DH rows far apart (a TLB miss per row at long N). */
-__kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rstride) */
-                                    __global float *kt,      /* (B * H, nkp / VW, DH, VW) */
+__kernel void attention_transpose_k(const __global kvtype *k, /* (B, >= nk, k_rstride) */
+                                    __global float *kt,       /* (B * H, nkp / VW, DH, VW) */
                                     const int nk, const int nkp, const int heads,
                                     const long k_bstride, const int k_rstride, const int k_col) {
     const int j = get_global_id(0); /* one key (row of K) per work-item */
@@ -194,9 +197,9 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
     const int bh = get_global_id(1);
     const int b = bh / heads, h = bh - b * heads;
     __global float *dst = kt + ((long)bh * nkp + (j / VW) * VW) * DH + j % VW;
-    const __global float *src = k + b * k_bstride + (long)j * k_rstride + k_col + h * DH;
+    const __global kvtype *src = k + b * k_bstride + (long)j * k_rstride + k_col + h * DH;
     for (int d = 0; d < DH; d++)
-        dst[d * VW] = j < nk ? src[d] : 0.0f;
+        dst[d * VW] = j < nk ? KVLOAD1(d, src) : 0.0f;
 }
 
 /* The same attention as attention_tiled, on transposed keys, QB queries per work-item: VW keys
@@ -206,7 +209,7 @@ __kernel void attention_transpose_k(const __global float *k, /* (B, >= nk, k_rst
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                   const __global float *kt, /* (B * KVH, nkp / VW, DH, VW): attention_transpose_k */
-                  const __global float *v,  /* (B, >= nk, v_rstride) */
+                  const __global kvtype *v, /* (B, >= nk, v_rstride) */
                   __global float *out,      /* (B, nq, o_rstride) */
                   const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
                   const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,
@@ -219,7 +222,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     const int b = bh / heads, h = bh - b * heads;
     const int kvh = h / kv_group; /* grouped-query: kv_group heads share a K/V head */
     const __global float *ktb = kt + ((long)b * (heads / kv_group) + kvh) * DH * nkp;
-    const __global float *vb = v + b * v_bstride + v_col + kvh * DH;
+    const __global kvtype *vb = v + b * v_bstride + v_col + kvh * DH;
     int lim[QB], lo[QB];
     int lim_max = 0, lo_min = INT_MAX;
     float qs[QB][DH];
@@ -275,9 +278,9 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
             }
             const int jn = min(VW, lim_max - j0);
             for (int jj = 0; jj < jn; jj++) {
-                const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+                const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
                 for (int d = 0; d < NV; d++) {
-                    const floatV vv = VLOAD(d, vr);
+                    const floatV vv = KVLOAD(d, vr);
                     for (int u = 0; u < QB; u++)
                         acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
                 }

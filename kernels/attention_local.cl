@@ -20,6 +20,8 @@
  * keys, reading V rows coalesced. The sum of weights is reduced at the end. With splits > 1 each
  * group writes its partial (m, l, acc) and attention.cl's attention_combine merges them.
  *
+ * K and V are floats or halfs (KVH 1, an F16 KV cache), as in attention.cl.
+ *
  * Tunables (per call, from the host): DH (head dim), VW (floats per vector, dividing DH), BK
  * (keys per local tile, from the device's local memory), BQ (queries per group of
  * attention_flash) and WG (work-items per query of attention_flash_split, a power of two), both
@@ -48,10 +50,10 @@
 #define ND ((DH + WG - 1) / WG) /* output dimensions per work-item of attention_flash_split */
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
-attention_flash(const __global float *q, /* (B, *, q_rstride) */
-                const __global float *k, /* (B, >= nk, k_rstride) */
-                const __global float *v, /* (B, >= nk, v_rstride) */
-                __global float *out,     /* (B, nq, o_rstride) */
+attention_flash(const __global float *q,  /* (B, *, q_rstride) */
+                const __global kvtype *k, /* (B, >= nk, k_rstride); halfs with KVH */
+                const __global kvtype *v, /* (B, >= nk, v_rstride) */
+                __global float *out,      /* (B, nq, o_rstride) */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
                 const int k_col, const long v_bstride, const int v_rstride, const int v_col,
@@ -82,8 +84,8 @@ attention_flash(const __global float *q, /* (B, *, q_rstride) */
     }
 
     const __global float *qr = q + b * q_bstride + (long)ic * q_rstride + q_col + h * DH;
-    const __global float *kb = k + b * k_bstride + k_col + kvo;
-    const __global float *vb = v + b * v_bstride + v_col + kvo;
+    const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
+    const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
     floatV qv[NV], acc[NV];
     for (int d = 0; d < NV; d++) {
         qv[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
@@ -96,8 +98,8 @@ attention_flash(const __global float *q, /* (B, *, q_rstride) */
          * the group's range are not read. */
         for (int x = t; x < jn * NV; x += BQ) {
             const int jj = x / NV, d = x - jj * NV;
-            ks[jj][d] = VLOAD(d, kb + (long)(j0 + jj) * k_rstride);
-            vs[jj][d] = VLOAD(d, vb + (long)(j0 + jj) * v_rstride);
+            ks[jj][d] = KVLOAD(d, kb + (long)(j0 + jj) * k_rstride);
+            vs[jj][d] = KVLOAD(d, vb + (long)(j0 + jj) * v_rstride);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int a = max(lo - j0, 0), e = min(lim - j0, jn); /* this query's keys of the tile */
@@ -131,7 +133,7 @@ CLF_DEFINE_ROW_REDUCE(flash_max, fmax)
 CLF_DEFINE_ROW_REDUCE(flash_sum, CLF_ADD)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-attention_flash_split(const __global float *q, const __global float *k, const __global float *v,
+attention_flash_split(const __global float *q, const __global kvtype *k, const __global kvtype *v,
                       __global float *out,  /* (B, nq, o_rstride) when splits == 1 */
                       __global float *part, /* (B * H * nq, splits, DH + 2) when splits > 1 */
                       const int nq, const int nk, const int heads, const long q_bstride,
@@ -154,8 +156,8 @@ attention_flash_split(const __global float *q, const __global float *k, const __
     const int j_end = splits > 1 ? min(lim, (sp + 1) * split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
-    const __global float *kb = k + b * k_bstride + k_col + kvo;
-    const __global float *vb = v + b * v_bstride + v_col + kvo;
+    const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
+    const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
     for (int d = t; d < NV; d += WG)
         qs[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -167,10 +169,10 @@ attention_flash_split(const __global float *q, const __global float *k, const __
         const int j = j0 + t;
         float s = CLF_NEG_BIG;
         if (j < j_end) {
-            const __global float *kr = kb + (long)j * k_rstride;
-            floatV dot = qs[0] * VLOAD(0, kr);
+            const __global kvtype *kr = kb + (long)j * k_rstride;
+            floatV dot = qs[0] * KVLOAD(0, kr);
             for (int d = 1; d < NV; d++)
-                dot = fma(qs[d], VLOAD(d, kr), dot);
+                dot = fma(qs[d], KVLOAD(d, kr), dot);
             s = HSUM(dot);
         }
         const float bm = flash_max(red, 0, t, s); /* its barriers also end the last tile's reads */
@@ -188,10 +190,10 @@ attention_flash_split(const __global float *q, const __global float *k, const __
         const int jn = min(WG, j_end - j0);
         for (int jj = 0; jj < jn; jj++) {
             const float pj = ps[jj];
-            const __global float *vr = vb + (long)(j0 + jj) * v_rstride;
+            const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
             for (int e = 0; e < ND; e++) {
                 const int d = t + e * WG;
-                if (d < DH) acc[e] = fma(pj, vr[d], acc[e]);
+                if (d < DH) acc[e] = fma(pj, KVLOAD1(d, vr), acc[e]);
             }
         }
     }

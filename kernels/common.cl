@@ -90,6 +90,24 @@ inline float clf_hmax16(float16 v) {
 #define clf_convert_float4(x)  convert_float4(x)
 #define clf_convert_float8(x)  convert_float8(x)
 #define clf_convert_float16(x) convert_float16(x)
+/* fp16 storage (core OpenCL: vload_half/vstore_half need no cl_khr_fp16), width VW: VW halfs from
+ * p + i * VW as a floatV. */
+#define VLOAD_HALF(i, p)      CLF_CAT(clf_vload_half, VW)((i), (p))
+#define clf_vload_half1(i, p) vload_half((i), (p))
+#define clf_vload_half2       vload_half2
+#define clf_vload_half4       vload_half4
+#define clf_vload_half8       vload_half8
+#define clf_vload_half16      vload_half16
+/* K and V of the attention kernels: floats, or halfs with KVH 1 (an F16 KV cache). */
+#if defined(KVH) && KVH
+#define kvtype        half
+#define KVLOAD(i, p)  VLOAD_HALF((i), (p))
+#define KVLOAD1(i, p) vload_half((i), (p))
+#else
+#define kvtype        float
+#define KVLOAD(i, p)  VLOAD((i), (p))
+#define KVLOAD1(i, p) ((p)[i])
+#endif
 /* A whole private float[VW] as one vector (vloadN/vstoreN on private memory; width 1: the element).
  */
 #define PRIV_VLOAD(a)           CLF_CAT(clf_priv_vload, VW)(a)

@@ -9,8 +9,25 @@
  * Activations: activation.cl (prepended). Larger products on other devices go through CLBlast
  * (src/ops/linear.c).
  *
- * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM.
+ * Weights (w and the panels) are floats or, with WH 1 (per call), IEEE halfs read through
+ * vload_half (core OpenCL: no cl_khr_fp16); the math is fp32 either way.
+ *
+ * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; WH per call.
  */
+#ifndef WH
+#define WH 0
+#endif
+#if WH
+#define wtype        half
+#define WBITS        ushort /* a weight's bits, for copies */
+#define WLOADV(i, p) VLOAD_HALF((i), (p))
+#define WLOAD(i, p)  vload_half((i), (p))
+#else
+#define wtype        float
+#define WBITS        float
+#define WLOADV(i, p) VLOAD((i), (p))
+#define WLOAD(i, p)  ((p)[i])
+#endif
 #ifndef VW
 #define VW 16 /* floats per work-item */
 #endif
@@ -42,7 +59,7 @@
  * and meet in a local-memory tree. */
 __kernel __attribute__((reqd_work_group_size(SK_LW, 1, 1))) void
 linear_rows(const __global float *x,                              /* (total_rows, in) */
-            const int total_rows, const __global float *w,        /* (out, in) */
+            const int total_rows, const __global wtype *w,        /* (out, in) */
             const __global float *bias,                           /* (out); unused if !has_bias */
             const int has_bias, const int act, __global float *y, /* (total_rows, out) */
             const int in, const int out) {
@@ -71,7 +88,7 @@ linear_rows(const __global float *x,                              /* (total_rows
             xv[r] = r < rows ? VLOAD(c, x + r * (long)in) : (floatV)(0.0f);
         for (int j = 0; j < SK_OPI; j++) {
             if (o0 + j >= out) break;
-            const floatV wv = VLOAD(c, w + (long)(o0 + j) * in);
+            const floatV wv = WLOADV(c, w + (long)(o0 + j) * in);
             for (int r = 0; r < SK_ROWS; r++)
                 acc[j][r] = fma(xv[r], wv, acc[j][r]);
         }
@@ -83,7 +100,7 @@ linear_rows(const __global float *x,                              /* (total_rows
     for (int i = nv * VW + l; i < in; i += SK_LW)
         for (int j = 0; j < SK_OPI && o0 + j < out; j++)
             for (int r = 0; r < rows; r++)
-                s[j][r] = fma(x[r * (long)in + i], w[(long)(o0 + j) * in + i], s[j][r]);
+                s[j][r] = fma(x[r * (long)in + i], WLOAD((long)(o0 + j) * in + i, w), s[j][r]);
 #if SK_LW > 1
     __local float red[SK_LW];
     for (int j = 0; j < SK_OPI; j++)
@@ -108,13 +125,13 @@ linear_rows(const __global float *x,                              /* (total_rows
 
 /* wp[b][k][c] = w[b * PW + c][k] (0 past the last row of w), PW = PK_NV * VW: one item per
  * element of the packed panels. */
-__kernel void pack_panels(const __global float *w, /* (out, in) */
-                          __global float *wp,      /* (ceil(out / PW), in, PW) */
+__kernel void pack_panels(const __global WBITS *w, /* (out, in); halfs as their bits */
+                          __global WBITS *wp,      /* (ceil(out / PW), in, PW) */
                           const int in, const int out) {
     const int pw = PK_NV * VW;
     const int c = (int)get_global_id(0), k = (int)get_global_id(1), b = (int)get_global_id(2);
     const int o = b * pw + c;
-    wp[((long)b * in + k) * pw + c] = o < out ? w[(long)o * in + k] : 0.0f;
+    wp[((long)b * in + k) * pw + c] = o < out ? w[(long)o * in + k] : (WBITS)0; /* +0 either way */
 }
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) from the packed panels of w. Work-group (one
@@ -122,7 +139,7 @@ __kernel void pack_panels(const __global float *w, /* (out, in) */
  * b; the bias and activation run on whole vectors. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 linear_packed(const __global float *x,                              /* (rows, in) */
-              const int rows, const __global float *wp,             /* packed panels */
+              const int rows, const __global wtype *wp,             /* packed panels */
               const __global float *bias,                           /* (out); unused if !has_bias */
               const int has_bias, const int act, __global float *y, /* (rows, out) */
               const int in, const int out) {
@@ -139,13 +156,13 @@ linear_packed(const __global float *x,                              /* (rows, in
     for (int r = 0; r < PK_R; r++)
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
-    const __global float *panel = wp + (long)b * in * pw;
+    const __global wtype *panel = wp + (long)b * in * pw;
     const __global float *xr = x + (long)r0 * in;
     if (nr == PK_R) {
         for (int k = 0; k < in; k++) {
             floatV wv[PK_NV];
             for (int j = 0; j < PK_NV; j++)
-                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+                wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
             for (int r = 0; r < PK_R; r++) {
                 const floatV xs = (floatV)(xr[(long)r * in + k]);
                 for (int j = 0; j < PK_NV; j++)
@@ -156,7 +173,7 @@ linear_packed(const __global float *x,                              /* (rows, in
         for (int k = 0; k < in; k++) {
             floatV wv[PK_NV];
             for (int j = 0; j < PK_NV; j++)
-                wv[j] = VLOAD(0, panel + (long)k * pw + j * VW);
+                wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
             for (int r = 0; r < PK_R; r++) {
                 const floatV xs = (floatV)(r < nr ? xr[(long)r * in + k] : 0.0f);
                 for (int j = 0; j < PK_NV; j++)

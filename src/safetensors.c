@@ -324,29 +324,6 @@ const clf_st_info *clf_safetensors_find(const clf_safetensors *st, const char *n
     return NULL;
 }
 
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
-    if (e == 0) {
-        if (m == 0) {
-            bits = sign;
-        } else { /* subnormal: normalize */
-            e = 113;
-            while (!(m & 1024)) {
-                m <<= 1;
-                e--;
-            }
-            bits = sign | e << 23 | (m & 1023) << 13;
-        }
-    } else if (e == 31) {
-        bits = sign | 0x7f800000u | m << 13;
-    } else {
-        bits = sign | (e + 112) << 23 | m << 13;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* Reads a tensor's raw bytes (malloc'ed). */
 static clf_status read_raw(const clf_safetensors *st, const clf_st_info *info, void **out,
                            char *err, size_t es) {
@@ -416,7 +393,7 @@ clf_status clf_safetensors_read_f32(const clf_safetensors *st, const char *name,
             break;
         case CLF_ST_F16: {
             uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
-            dst[i] = half_to_float(h);
+            dst[i] = clf_f16_to_f32(h);
             break;
         }
         case CLF_ST_BF16: {

@@ -100,7 +100,7 @@ clf_status clf_tensor_create(clf_context *ctx, clf_dtype dtype, int ndim, const 
     size_t bytes;
     clf_status st = shape_size(ctx, dtype, ndim, shape, &numel, &bytes);
     if (st != CLF_SUCCESS) return st;
-    /* F16 is storage only (no op reads it yet), so it is allowed on devices without fp16. */
+    /* F16 is storage only (vload_half/vstore_half, core OpenCL), so any device has it. */
     if ((uint64_t)bytes > ctx->info.max_alloc_bytes)
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
                          "tensor of %zu bytes exceeds the device's max allocation of %llu bytes "
@@ -166,8 +166,7 @@ clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes) {
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueReadBuffer");
 }
 
-/* IEEE half from float, round to nearest even. */
-static uint16_t to_half(float f) {
+uint16_t clf_f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u;
@@ -187,12 +186,84 @@ static uint16_t to_half(float f) {
     return (uint16_t)(sign | h);
 }
 
+float clf_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
+    if (e == 0) {
+        if (m == 0) {
+            bits = sign;
+        } else { /* subnormal: normalize */
+            e = 113;
+            while (!(m & 1024)) {
+                m <<= 1;
+                e--;
+            }
+            bits = sign | e << 23 | (m & 1023) << 13;
+        }
+    } else if (e == 31) {
+        bits = sign | 0x7f800000u | m << 13;
+    } else {
+        bits = sign | (e + 112) << 23 | m << 13;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Checks a float transfer of count elements to or from t (F32 or F16). */
+static clf_status check_f32_transfer(const clf_tensor *t, const void *host, int64_t count,
+                                     const char *what) {
+    if (!t) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(t->ctx);
+    if (!host) return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: host is NULL", what);
+    if (t->dtype != CLF_F32 && t->dtype != CLF_F16)
+        return clf__fail(t->ctx, CLF_ERROR_UNSUPPORTED, "%s: the tensor is %s, not floating", what,
+                         dtype_name(t->dtype));
+    if (count != t->numel)
+        return clf__fail(t->ctx, CLF_ERROR_SHAPE_MISMATCH, "%s: %lld elements for a tensor of %lld",
+                         what, (long long)count, (long long)t->numel);
+    return CLF_SUCCESS;
+}
+
+clf_status clf_tensor_write_f32(clf_tensor *t, const float *host, int64_t count) {
+    clf_status st = check_f32_transfer(t, host, count, "clf_tensor_write_f32");
+    if (st != CLF_SUCCESS || t->dtype == CLF_F32)
+        return st != CLF_SUCCESS ? st : clf_tensor_write(t, host, t->bytes);
+    uint16_t *h = malloc(t->bytes);
+    if (!h) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < count; i++) {
+        if (isfinite(host[i]) && fabsf(host[i]) > 65504.0f) {
+            free(h);
+            return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "clf_tensor_write_f32: element %lld = %g is outside f16's range "
+                             "(|x| <= 65504)",
+                             (long long)i, (double)host[i]);
+        }
+        h[i] = clf_f32_to_f16(host[i]);
+    }
+    st = clf_tensor_write(t, h, t->bytes);
+    free(h);
+    return st;
+}
+
+clf_status clf_tensor_read_f32(const clf_tensor *t, float *host, int64_t count) {
+    clf_status st = check_f32_transfer(t, host, count, "clf_tensor_read_f32");
+    if (st != CLF_SUCCESS || t->dtype == CLF_F32)
+        return st != CLF_SUCCESS ? st : clf_tensor_read(t, host, t->bytes);
+    uint16_t *h = malloc(t->bytes);
+    if (!h) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    st = clf_tensor_read(t, h, t->bytes);
+    for (int64_t i = 0; st == CLF_SUCCESS && i < count; i++)
+        host[i] = clf_f16_to_f32(h[i]);
+    free(h);
+    return st;
+}
+
 clf_status clf_tensor_fill(clf_tensor *t, double value) {
     if (!t) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(t->ctx);
     float f = (float)value;
     int32_t i = (int32_t)value;
-    uint16_t h = to_half(f);
+    uint16_t h = clf_f32_to_f16(f);
     const void *pattern = t->dtype == CLF_F32   ? (const void *)&f
                           : t->dtype == CLF_I32 ? (const void *)&i
                                                 : (const void *)&h;

@@ -85,6 +85,23 @@ static void ref_attention(const acase *c, const float *q, int64_t wq, int64_t qc
     free(s);
 }
 
+static int g_kv_half; /* 1: K and V (unless fused with Q) are F16 tensors, an F16 KV cache */
+
+/* Rounds x[0 .. n) to the values an F16 tensor stores. */
+static void round_f16(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = clf_f16_to_f32(clf_f32_to_f16(x[i]));
+}
+
+/* A 3-D tensor of `data`, F16 when g_kv_half. */
+static clf_tensor *kv_tensor(const int64_t *shape, const float *data) {
+    if (!g_kv_half) return tensor_from(CLF_F32, 3, shape, data);
+    clf_tensor *t = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F16, 3, shape, &t));
+    CLF_OK(clf_tensor_write_f32(t, data, shape[0] * shape[1] * shape[2]));
+    return t;
+}
+
 static void run_case(const acase *c, int naive) {
     const int64_t hd = c->h * c->dh, kvd = kv_heads(c) * c->dh;
     int64_t wq, wk, wv, qcol, kcol, vcol;
@@ -116,6 +133,10 @@ static void run_case(const acase *c, int naive) {
                     k[r * wk + kcol + h * c->dh] =
                         (float)(c->rising * (double)(r % c->kmax) * sqrt((double)c->dh));
             }
+        if (g_kv_half) { /* the reference takes the stored values: the same bound holds */
+            round_f16(k, c->b * c->kmax * wk);
+            round_f16(v, c->b * c->kmax * wv);
+        }
     }
     int32_t *lens = NULL;
     if (c->lens_mode) {
@@ -140,8 +161,8 @@ static void run_case(const acase *c, int naive) {
     } else {
         int64_t sq[3] = {c->b, c->nq, wq}, sk[3] = {c->b, c->kmax, wk}, sv[3] = {c->b, c->kmax, wv};
         tq = tensor_from(CLF_F32, 3, sq, q);
-        tk = tensor_from(CLF_F32, 3, sk, k);
-        tv = tensor_from(CLF_F32, 3, sv, v);
+        tk = kv_tensor(sk, k);
+        tv = kv_tensor(sv, v);
     }
     if (lens) {
         int64_t ls[2] = {c->b, c->nq};
@@ -478,6 +499,46 @@ static void test_bad_input(void **state) {
     clf_tensor_free(b3);
 }
 
+/* An F16 KV cache: K and V stored as halfs in every kernel style (the private-memory, row-wise
+ * and local-memory kernels), the split-key path in both families; the naive path and mixed
+ * dtypes are refused. */
+static void test_kv_half(void **state) {
+    rng_seed(67);
+    g_kv_half = 1;
+    for (int st = 0; st < N_STYLES; st++) {
+        use_attention_style(st);
+        for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i += 2)
+            run_case(&k_cases[i], 0);
+    }
+    use_attention_style(0);
+    test_split_decode(state);
+    g_kv_half = 0;
+    int64_t s[3] = {1, 4, 16};
+    clf_tensor *q = tensor_poisoned(CLF_F32, 3, s), *out = tensor_poisoned(CLF_F32, 3, s), *h;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F16, 3, s, &h));
+    CLF_OK(clf_tensor_fill(h, 0.25));
+    CLF_OK(clf_tensor_fill(q, 0.5));
+    clf_attention_params d = clf_attention_default_params(2, 8);
+    assert_int_equal(clf_attention(g_ctx, q, h, q, out, &d), CLF_ERROR_UNSUPPORTED);
+    assert_int_equal(clf_attention(g_ctx, h, h, h, out, &d), CLF_ERROR_UNSUPPORTED);
+    d.naive = 1;
+    assert_int_equal(clf_attention(g_ctx, q, h, h, out, &d), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "F16"));
+    float *after = tensor_to_host(out);
+    for (int i = 0; i < 64; i++)
+        assert_true(isnan(after[i]));
+    free(after);
+    d.naive = 0;
+    CLF_OK(clf_attention(g_ctx, q, h, h, out, &d)); /* uniform weights over v = 0.25 */
+    after = tensor_to_host(out);
+    for (int i = 0; i < 64; i++)
+        assert_true(after[i] == 0.25f);
+    free(after);
+    clf_tensor_free(q);
+    clf_tensor_free(out);
+    clf_tensor_free(h);
+}
+
 /* A device that allows 1, 3 or 32 work-items per group (every style's BQ is fitted). */
 static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_split_decode, state);
@@ -498,6 +559,7 @@ int main(void) {
         cmocka_unit_test(test_rising_scores), cmocka_unit_test(test_naive_weights),
         cmocka_unit_test(test_bad_input),     cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_loop_budget),   cmocka_unit_test(test_long_keys),
+        cmocka_unit_test(test_kv_half),
     };
     return HARNESS_RUN("attention", tests);
 }

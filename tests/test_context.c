@@ -181,6 +181,45 @@ static void test_tensor_basics(void **state) {
     clf_tensor_free(ci);
 }
 
+/* Floats into and out of F16 tensors: round to nearest even (ties, subnormals, signed zero,
+ * infinities), the range refused with nothing written, wrong counts and dtypes refused. */
+static void test_f16_transfers(void **state) {
+    (void)state;
+    const float in[8] = {
+        1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-12f, -0.0f, 0x1p-24f, 65504.0f, INFINITY,
+        0.1f};
+    const float want[8] = {1.0f,     1.0f,     1.0f + 0x1p-10f, -0.0f,
+                           0x1p-24f, 65504.0f, INFINITY,        0.0999755859375f};
+    int64_t n = 8;
+    clf_tensor *t = NULL, *i32 = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F16, 1, &n, &t));
+    CLF_OK(clf_tensor_create(g_ctx, CLF_I32, 1, &n, &i32));
+    assert_int_equal(clf_tensor_bytes(t), 16);
+    CLF_OK(clf_tensor_write_f32(t, in, n));
+    float got[8];
+    CLF_OK(clf_tensor_read_f32(t, got, n));
+    for (int i = 0; i < 8; i++) {
+        assert_true(got[i] == want[i]);
+        assert_int_equal(signbit(got[i]), signbit(want[i]));
+    }
+    float big[8];
+    memcpy(big, in, sizeof(big));
+    big[5] = 65520.0f; /* rounds past the largest half */
+    assert_int_equal(clf_tensor_write_f32(t, big, n), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "element 5"));
+    CLF_OK(clf_tensor_read_f32(t, got, n)); /* unchanged */
+    assert_true(got[5] == 65504.0f);
+    assert_int_equal(clf_tensor_write_f32(t, in, n - 1), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_tensor_write_f32(t, NULL, n), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_tensor_read_f32(i32, got, n), CLF_ERROR_UNSUPPORTED);
+    assert_int_equal(clf_tensor_write_f32(NULL, in, n), CLF_ERROR_INVALID_ARGUMENT);
+    assert_true(clf_f16_to_f32(clf_f32_to_f16(NAN)) != clf_f16_to_f32(clf_f32_to_f16(NAN)));
+    assert_int_equal(clf_f32_to_f16(1e6f), 0x7c00);
+    assert_int_equal(clf_f32_to_f16(-2.0f), 0xc000);
+    clf_tensor_free(t);
+    clf_tensor_free(i32);
+}
+
 static void test_bad_shapes(void **state) {
     (void)state;
     clf_device_info info;
@@ -571,6 +610,7 @@ int main(void) {
         cmocka_unit_test(test_device_env),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_tensor_basics),
+        cmocka_unit_test(test_f16_transfers),
         cmocka_unit_test(test_bad_shapes),
         cmocka_unit_test(test_build_failure_log),
         cmocka_unit_test(test_kernels_standalone),

@@ -6,6 +6,10 @@
  * Error bound per element: the GEMM bound of test_gemm.c, (in + 4) * 2^-24 * sum |x w| (+ |b|),
  * carried through the activation (slope <= 1.13), plus the activation's own bound
  * (test_elementwise.c).
+ *
+ * F16 weights (g_f16): against the reference on the same weights rounded to f16, the same bound
+ * (the kernels convert exactly and compute in fp32); against the unrounded fp32 weights, the
+ * bound plus 2^-11 * sum |x w| (each weight's rounding error is at most 2^-11 of it).
  */
 #include "harness.h"
 #include "ref/ref.h"
@@ -19,15 +23,26 @@
 /* clf_linear on x (lead, per, in) against the double reference, every activation, with and
  * without bias. */
 static int g_packed; /* 1: linear_case packs w and runs clf__linear_packed */
+static int g_f16;    /* 1: w is an F16 tensor */
 
 static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     int64_t xs[3] = {lead, per, in}, ws[2] = {out, in}, ys[3] = {lead, per, out};
     const int64_t rows = lead * per;
     float *x = rng_floats(rows * in), *w = rng_floats(out * in), *b = rng_floats(out);
-    clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
+    clf_tensor *tx = tensor_from(CLF_F32, 3, xs, x), *tw;
     clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b);
     double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
-           *mag = malloc(sizeof(double) * (size_t)(rows * out));
+           *mag = malloc(sizeof(double) * (size_t)(rows * out)),
+           *lin32 = malloc(sizeof(double) * (size_t)(rows * out));
+    ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin32, out, mag);
+    if (g_f16) {
+        CLF_OK(clf_tensor_create(g_ctx, CLF_F16, 2, ws, &tw));
+        CLF_OK(clf_tensor_write_f32(tw, w, out * in));
+        for (int64_t i = 0; i < out * in; i++) /* the reference takes the stored weights */
+            w[i] = clf_f16_to_f32(clf_f32_to_f16(w[i]));
+    } else {
+        tw = tensor_from(CLF_F32, 2, ws, w);
+    }
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
     clf_tensor *tp = NULL;
     if (g_packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
@@ -54,6 +69,13 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
                         fail_msg("linear act %d bias %d [%lld, %lld]: got %.9g want %.9g", act,
                                  with_bias, (long long)r, (long long)j, (double)got[r * out + j],
                                  want);
+                    /* F16 weights against the fp32 ones */
+                    const double v32 = lin32[r * out + j] + (with_bias ? b[j] : 0.0);
+                    const double want32 = ref_act(v32, act),
+                                 tol32 = tol + 1.13 * 0x1p-11 * mag[r * out + j];
+                    if (g_f16 && !(fabs((double)got[r * out + j] - want32) <= tol32))
+                        fail_msg("linear f16 vs f32 act %d [%lld, %lld]: got %.9g want %.9g", act,
+                                 (long long)r, (long long)j, (double)got[r * out + j], want32);
                 }
             free(got);
             clf_tensor_free(ty);
@@ -63,6 +85,7 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     free(w);
     free(b);
     free(lin);
+    free(lin32);
     free(mag);
     clf_tensor_free(tx);
     clf_tensor_free(tw);
@@ -220,6 +243,19 @@ static void test_linear(void **state) {
     clf_tensor_free(tb_bad);
 }
 
+/* F16 weights: linear_rows in every style (the path of F16 weights at every row count), the
+ * packed panels in every style, clf_linear's default path. */
+static void test_linear_f16(void **state) {
+    (void)state;
+    rng_seed(58);
+    g_f16 = 1;
+    linear_rows_styles(&k_linear_small);
+    linear_packed_styles(&k_linear_small);
+    linear_case(2, 9, 77, 129);
+    linear_case(1, 40, 515, 203);
+    g_f16 = 0;
+}
+
 /* A device that allows 1, 3 or 32 work-items per group: clformer's own linear kernels. */
 static void test_wg_caps(void **state) {
     harness_under_wg_caps(test_linear_rows_kernel, state);
@@ -236,6 +272,7 @@ static void test_linear_small(void **state) {
 
 static void test_linear_small_caps(void **state) {
     harness_under_wg_caps(test_linear_small, state);
+    harness_under_wg_caps(test_linear_f16, state);
 }
 
 int main(void) {
@@ -243,6 +280,7 @@ int main(void) {
         cmocka_unit_test(test_linear),        cmocka_unit_test(test_linear_rows_kernel),
         cmocka_unit_test(test_linear_packed), cmocka_unit_test(test_wg_caps),
         cmocka_unit_test(test_linear_small),  cmocka_unit_test(test_linear_small_caps),
+        cmocka_unit_test(test_linear_f16),
     };
     return HARNESS_RUN("linear", tests);
 }

@@ -210,6 +210,14 @@ CLF_API void clf_tensor_free(clf_tensor *t);
 /* Blocking transfers; `bytes` must equal clf_tensor_bytes(t). */
 CLF_API clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes);
 CLF_API clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes);
+/* Floats in and out of a floating tensor (F32 or F16: the storage type; math stays fp32), count
+ * = its element count. Into F16 each value is rounded to nearest even; a finite value past
+ * F16's range (|x| > 65504) is refused with its index, and nothing is written. */
+CLF_API clf_status clf_tensor_write_f32(clf_tensor *t, const float *host, int64_t count);
+CLF_API clf_status clf_tensor_read_f32(const clf_tensor *t, float *host, int64_t count);
+/* IEEE binary16 bits from a float (round to nearest even; overflow gives an infinity) and back. */
+CLF_API uint16_t clf_f32_to_f16(float f);
+CLF_API float clf_f16_to_f32(uint16_t h);
 /* Sets every element to value (converted to the dtype; I32 takes the integer part). */
 CLF_API clf_status clf_tensor_fill(clf_tensor *t, double value);
 /* Copies src into dst (same dtype and element count). */

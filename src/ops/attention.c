@@ -20,9 +20,11 @@ clf_attention_params clf_attention_default_params(int64_t heads, int64_t head_di
 static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                         const clf_tensor *v, const clf_tensor *out, const clf_attention_params *d,
                         att_shape *s) {
+    /* K and V: both F32 or both F16 (a half-precision KV cache; math stays fp32). */
+    const clf_dtype kvt = k && k->ctx == ctx && k->dtype == CLF_F16 ? CLF_F16 : CLF_F32;
     clf_status st = clf__check_tensor(ctx, q, "q", CLF_F32);
-    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, k, "k", CLF_F32);
-    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, v, "v", CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, k, "k", kvt);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, v, "v", kvt);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_F32);
     if (st != CLF_SUCCESS) return st;
     if (!d) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "attention: desc is NULL");
@@ -79,6 +81,10 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     s->lens_mode = m.lens_mode;
     s->lens = m.lens;
     s->window = m.window;
+    s->kv_half = kvt == CLF_F16;
+    if (s->kv_half && d->naive)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "attention: the naive path (GEMMs) takes F32 K and V, these are F16");
     if (d->weights && !d->naive)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "attention: weights are only produced by the naive path (naive = 1)");
@@ -144,6 +150,10 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
     /* Per-call macros of the variant (BQ: the fitted work-group, clf__kernel_fit). */
     clf_defines defs = {3, {"DH", "VW", "QB"}, {s->dh, vw, qb64}};
+    if (s->kv_half) {
+        defs.name[defs.n] = "KVH";
+        defs.value[defs.n++] = 1;
+    }
     const size_t bq = (size_t)bq64;
     int64_t split_keys = clf__tun(ctx, CLF_T_ATTENTION_SPLIT_KEYS);
     int64_t splits = 1;

@@ -153,13 +153,13 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
         /* A compiler may lay local arrays out larger than their sum (llvmpipe reports about
          * twice): a smaller tile while the kernel does not fit. */
         for (;; bk /= 2) {
-            clf_defines defs = {3, {"DH", "VW", "BK"}, {s->dh, vw, bk}};
+            clf_defines defs = {4, {"DH", "VW", "BK", "KVH"}, {s->dh, vw, bk, s->kv_half}};
             clf_status st = flash(ctx, q, k, v, out, s, &defs, &a);
             if (st != CLF_ERROR_UNSUPPORTED || bk == 1) return st;
             clf__clear_error(ctx);
         }
     }
     const int64_t splits = s->nk > split_keys ? (s->nk + split_keys - 1) / split_keys : 1;
-    clf_defines defs = {2, {"DH", "VW"}, {s->dh, vw}};
+    clf_defines defs = {3, {"DH", "VW", "KVH"}, {s->dh, vw, s->kv_half}};
     return flash_split(ctx, q, k, v, out, s, &defs, &a, (size_t)wg, splits, split_keys);
 }

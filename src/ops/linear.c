@@ -1,11 +1,19 @@
 /*
  * linear.c — host side of kernels/linear.cl: clf_linear (nn.Linear: y = act(x W^T + b)) through
  * linear_rows for a few rows (decoding) and through CLBlast plus the bias/activation epilogue for
- * the rest; on CPUs (linear.PACK) weights packed once into panels for linear_packed.
+ * the rest; on CPUs (linear.PACK) weights packed once into panels for linear_packed. Weights
+ * may be F16 (storage; the kernels read them with vload_half, WH 1): CLBlast has no GEMM with
+ * F16 weights and F32 activations, so those take linear_rows at every row count.
  */
 #include "../internal.h"
 
 #include <math.h>
+
+/* The kernels' per-call define for the weights' dtype: NULL for F32 (the plain variant). */
+static const clf_defines k_half_weights = {1, {"WH"}, {1}};
+static const clf_defines *weight_defs(const clf_tensor *w) {
+    return w->dtype == CLF_F16 ? &k_half_weights : NULL;
+}
 
 /* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
 static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
@@ -16,7 +24,8 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
-    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, NULL, 2, local, &k);
+    if (st == CLF_SUCCESS)
+        st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, weight_defs(w), 2, local, &k);
     if (st != CLF_SUCCESS) return st;
     const int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
     const int64_t opi = clf__tun(ctx, CLF_T_LINEAR_SK_OPI);
@@ -39,12 +48,18 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     return st;
 }
 
+/* Weights are F32 or F16. */
+static clf_status check_weights(clf_context *ctx, const clf_tensor *w, const char *what) {
+    if (w && w->ctx == ctx && w->dtype == CLF_F16) return CLF_SUCCESS;
+    return clf__check_tensor(ctx, w, what, CLF_F32);
+}
+
 clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
                       const clf_tensor *bias, clf_activation act, clf_tensor *y) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
-    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, w, "w", CLF_F32);
+    if (st == CLF_SUCCESS) st = check_weights(ctx, w, "w");
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
     if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
     if (st != CLF_SUCCESS) return st;
@@ -64,7 +79,7 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
-    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX))
+    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) || w->dtype == CLF_F16)
         return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
@@ -74,7 +89,7 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
 
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
     *packed = NULL;
-    clf_status st = clf__check_tensor(ctx, w, "w", CLF_F32);
+    clf_status st = check_weights(ctx, w, "w");
     if (st != CLF_SUCCESS) return st;
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
     const int64_t out = w->shape[0], in = w->shape[1];
@@ -83,10 +98,12 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    if ((st = clf__kernel(ctx, CLF_K_PACK_PANELS, &k)) != CLF_SUCCESS) return st;
+    size_t none[3] = {1, 1, 1}; /* launched with no local size */
+    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, weight_defs(w), 3, none, &k)) != CLF_SUCCESS)
+        return st;
     int64_t shape[3] = {nb, in, pw};
     clf_tensor *t = NULL;
-    if ((st = clf_tensor_create(ctx, CLF_F32, 3, shape, &t)) != CLF_SUCCESS) return st;
+    if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
     cl_int c_in = (cl_int)in, c_out = (cl_int)out;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &t->mem, sizeof(cl_int),
                        &c_in, sizeof(cl_int), &c_out, (size_t)0);
@@ -128,7 +145,9 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
     cl_kernel k;
     size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
-    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, NULL, 2, local, &k)) != CLF_SUCCESS)
+    if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
+    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, weight_defs(wp), 2, local, &k)) !=
+        CLF_SUCCESS)
         return st;
     const int64_t R = clf__tun(ctx, CLF_T_LINEAR_PK_R);
     cl_mem bm = bias ? bias->mem : wp->mem;

@@ -342,23 +342,24 @@ void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
     }
 }
 
-/* One attention call on (B, H, Nq, Nk, Dh) with kvh K/V heads (grouped-query when < H); returns
+/* One attention call on (B, H, Nq, Nk, Dh) with kvh K/V heads (grouped-query when < H), K and V
+ * of dtype kvt (F16: a half-precision KV cache, half the bytes read); returns
  * 0 and fills res, or 1 on error. A naive call whose score matrix does not fit is recorded with
  * ms = 0 and a note. */
 static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, int naive,
                          int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t dh,
-                         bench_results *r) {
+                         clf_dtype kvt, bench_results *r) {
     bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
                    (long long)nq, (long long)nk, (long long)dh);
     const int64_t sh[5] = {b, h, nq, nk, dh};
     bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "memory" : "compute");
     const double flops = 4.0 * (double)(b * h * nq * nk * dh);
-    const double io = 4.0 * (double)(2 * b * nq * h * dh + 2 * b * nk * kvh * dh);
+    const double io = 4.0 * (double)(2 * b * nq * h * dh) +
+                      (double)clf_dtype_size(kvt) * (double)(2 * b * nk * kvh * dh);
     int bad = 0;
     int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, kvh * dh};
-    clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad),
-               *k = make(ctx, CLF_F32, 3, sk, 0.02, &bad);
-    clf_tensor *v = make(ctx, CLF_F32, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
+    clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad), *k = make(ctx, kvt, 3, sk, 0.02, &bad);
+    clf_tensor *v = make(ctx, kvt, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
     clf_attention_params d = clf_attention_default_params(h, dh);
     d.kv_heads = kvh;
     d.naive = naive;
@@ -406,6 +407,10 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
         snprintf(res.note + used, sizeof(res.note) - used, "%skv_heads %lld", used ? "; " : "",
                  (long long)kvh);
     }
+    if (kvt == CLF_F16) {
+        const size_t used = strlen(res.note);
+        snprintf(res.note + used, sizeof(res.note) - used, "%sF16 K and V", used ? "; " : "");
+    }
     return bench_add_result(r, &res);
 }
 
@@ -416,19 +421,30 @@ int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r)
         const char *op = naive ? "attention_naive" : "attention_tiled";
         if (!bench_op_selected(o, op)) continue;
         for (size_t i = 0; i < n_ns; i++)
-            if (attention_one(ctx, o, op, naive, 1, 8, 8, ns[i], ns[i], 64, r)) return 1;
-        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 8, 16384, 16384, 64, r)) return 1;
+            if (attention_one(ctx, o, op, naive, 1, 8, 8, ns[i], ns[i], 64, CLF_F32, r)) return 1;
+        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 8, 16384, 16384, 64, CLF_F32, r))
+            return 1;
     }
     if (bench_op_selected(o, "attention_decode")) {
         const int64_t nks[] = {512, 4096, 16384};
         for (size_t i = 0; i < 3; i++)
-            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 8, 1, nks[i], 64, r)) return 1;
+            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 8, 1, nks[i], 64, CLF_F32, r))
+                return 1;
+    }
+    /* The same decode steps on an F16 KV cache (vload_half: half the bytes of K and V). */
+    if (bench_op_selected(o, "attention_decode_f16")) {
+        const int64_t nks[] = {4096, 16384};
+        for (size_t i = 0; i < 2; i++)
+            if (attention_one(ctx, o, "attention_decode_f16", 0, 1, 8, 8, 1, nks[i], 64, CLF_F16,
+                              r))
+                return 1;
     }
     /* Grouped-query, Llama 3's 32 query heads on 8 K/V heads of 64: a prefill and a decode step
      * (the decode reads a quarter of the K/V bytes of 32 full heads). */
     if (bench_op_selected(o, "attention_gqa")) {
-        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1024, 1024, 64, r)) return 1;
-        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1, 4096, 64, r)) return 1;
+        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1024, 1024, 64, CLF_F32, r))
+            return 1;
+        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1, 4096, 64, CLF_F32, r)) return 1;
     }
     /* The local-memory kernels (attention.LOCAL_KV, the default on GPUs) wherever the bench
      * runs: a prefill at N 2048 and a decode step over 4096 keys. */
@@ -436,8 +452,10 @@ int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r)
         int64_t was = 0;
         clf_context_get_tunable(ctx, "attention.LOCAL_KV", &was);
         int bad = clf_context_set_tunable(ctx, "attention.LOCAL_KV", 1) != CLF_SUCCESS;
-        if (!bad) bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 2048, 2048, 64, r);
-        if (!bad) bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 1, 4096, 64, r);
+        if (!bad)
+            bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 2048, 2048, 64, CLF_F32, r);
+        if (!bad)
+            bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 1, 4096, 64, CLF_F32, r);
         clf_context_set_tunable(ctx, "attention.LOCAL_KV", was);
         if (bad) return 1;
     }
