@@ -117,3 +117,16 @@ argmax_rows(const __global float *x, /* (rows, n) */
     }
     if (l == 0) out[row] = li[0] == n ? 0 : li[0];
 }
+
+/* Rows of floats stored as halfs (an F16 KV cache's writes): element c of row r of batch b, from
+ * src + s_off + b s_batch + r s_row + c to the same place in dst, rounded to nearest even
+ * (vstore_half_rte: core OpenCL, no cl_khr_fp16). Global size (width, rows, batches). */
+__kernel void rows_to_half(const __global float *src, const long s_off, const long s_row,
+                           const long s_batch, __global half *dst, const long d_off,
+                           const long d_row, const long d_batch, const int width) {
+    const int c = (int)get_global_id(0);
+    if (c >= width) return;
+    const long r = (long)get_global_id(1), b = (long)get_global_id(2);
+    vstore_half_rte(src[s_off + b * s_batch + r * s_row + c], d_off + b * d_batch + r * d_row + c,
+                    dst);
+}

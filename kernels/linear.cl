@@ -205,3 +205,76 @@ linear_packed(const __global float *x,                              /* (rows, in
         }
     }
 }
+
+/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
+ * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY
+ * work-items owns a tile of TM = LT_WY LT_RM rows by TN = LT_WX LT_RN outputs; per step of LT_TK
+ * along k its work-items stage the x and w tiles into local memory together (consecutive
+ * work-items read consecutive k of a row: coalesced; zeros past the edges), then each
+ * accumulates LT_RM x LT_RN outputs in registers: rows ty + i LT_WY and outputs tx + j LT_WX (so
+ * that neighbouring work-items read neighbouring local words). */
+#ifndef LT_WX
+#define LT_WX 16
+#endif
+#ifndef LT_WY
+#define LT_WY 16
+#endif
+#ifndef LT_RM
+#define LT_RM 4
+#endif
+#ifndef LT_RN
+#define LT_RN 4
+#endif
+#ifndef LT_TK
+#define LT_TK 16
+#endif
+#define LT_TM (LT_WY * LT_RM)
+#define LT_TN (LT_WX * LT_RN)
+
+__kernel __attribute__((reqd_work_group_size(LT_WX, LT_WY, 1))) void
+linear_tiled(const __global float *x,                              /* (rows, in) */
+             const int rows, const __global wtype *w,              /* (out, in) */
+             const __global float *bias,                           /* (out); unused if !has_bias */
+             const int has_bias, const int act, __global float *y, /* (rows, out) */
+             const int in, const int out) {
+    __local float xs[LT_TK][LT_TM], ws[LT_TK][LT_TN];
+    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
+    const int tid = ty * LT_WX + tx;
+    const int o0 = (int)get_group_id(0) * LT_TN, r0 = (int)get_group_id(1) * LT_TM;
+    float acc[LT_RM][LT_RN];
+    for (int i = 0; i < LT_RM; i++)
+        for (int j = 0; j < LT_RN; j++)
+            acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < in; k0 += LT_TK) {
+        for (int e = tid; e < LT_TM * LT_TK; e += LT_WX * LT_WY) {
+            const int m = e / LT_TK, k = e - m * LT_TK;
+            const bool ok = r0 + m < rows && k0 + k < in;
+            xs[k][m] = ok ? x[(long)(r0 + m) * in + k0 + k] : 0.0f;
+        }
+        for (int e = tid; e < LT_TN * LT_TK; e += LT_WX * LT_WY) {
+            const int n = e / LT_TK, k = e - n * LT_TK;
+            const bool ok = o0 + n < out && k0 + k < in;
+            ws[k][n] = ok ? WLOAD((long)(o0 + n) * in + k0 + k, w) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < LT_TK; k++) {
+            float a[LT_RM], b[LT_RN];
+            for (int i = 0; i < LT_RM; i++)
+                a[i] = xs[k][ty + i * LT_WY];
+            for (int j = 0; j < LT_RN; j++)
+                b[j] = ws[k][tx + j * LT_WX];
+            for (int i = 0; i < LT_RM; i++)
+                for (int j = 0; j < LT_RN; j++)
+                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* the tiles are read by all before the next overwrites */
+    }
+    for (int i = 0; i < LT_RM; i++) {
+        const int r = r0 + ty + i * LT_WY;
+        if (r >= rows) break;
+        for (int j = 0; j < LT_RN; j++) {
+            const int o = o0 + tx + j * LT_WX;
+            if (o < out) y[(long)r * out + o] = act_s(acc[i][j] + (has_bias ? bias[o] : 0.0f), act);
+        }
+    }
+}

@@ -95,6 +95,11 @@ void clf_sentence_model_free(clf_sentence_model *m) {
 }
 
 clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_sentence_model **out) {
+    return clf_sentence_model_load_with(ctx, dir, NULL, out);
+}
+
+clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
+                                        const clf_load_params *params, clf_sentence_model **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     if (!dir || !out)
@@ -104,6 +109,7 @@ clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_senten
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
     clf_status st = parse_config(ctx, dir, m);
+    m->cfg.weight_dtype = params ? params->weight_dtype : CLF_F32; /* checked by the encoder */
     char path[4096];
     clf_error err;
     if (st == CLF_SUCCESS) {

@@ -22,6 +22,13 @@ b=$(printf 'A man is eating food.\nThe girl is carrying a baby.\n' | "$embed" --
 [ "$a" = "$b" ] || { echo "arguments and stdin differ"; exit 1; }
 [ "$(wc -l <<<"$a")" -eq 2 ] && [ "$(head -1 <<<"$a" | wc -w)" -eq 384 ] ||
     { echo "expected 2 embeddings of 384"; exit 1; }
+# F16 weights: each embedding within cosine 0.9999 of the F32 one (test_minilm bounds the values)
+c=$("$embed" --model "$model" --weights f16 "A man is eating food." "The girl is carrying a baby.")
+paste -d ' ' <(echo "$a") <(echo "$c") | awk '{ n = NF / 2; d = 0; x = 0; y = 0
+    for (i = 1; i <= n; i++) { d += $i * $(i + n); x += $i * $i; y += $(i + n) * $(i + n) }
+    c = d / sqrt(x * y); printf "F16 vs F32 embedding %d: cosine %.7f\n", NR, c
+    if (!(c >= 0.9999)) bad = 1 } END { exit bad }' || { echo "F16 embeddings differ"; exit 1; }
+"$embed" --model "$model" --weights f8 "x" 2>/dev/null && { echo "--weights f8 accepted"; exit 1; }
 s=$("$embed" --model "$model" --similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby.")
 echo "$s"
 awk 'NF != 3 { exit 1 }

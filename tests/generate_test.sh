@@ -33,6 +33,10 @@ b=$("$gen" --model "$data/llama_gqa" --temperature 0.9 --top-k 40 --top-p 0.9 --
 stats=$("$gen" --model "$data/llama_gqa" --stats --ignore-eos --max-new-tokens 4 --print-ids --ids "5 6" 2>&1 >/dev/null)
 grep -q "prompt: 2 tokens" <<<"$stats" && grep -q "generated: 4 tokens" <<<"$stats" ||
     { echo "no stats in: $stats"; exit 1; }
+# F16 weights and KV cache: 12 new ids (rounding may change a close greedy choice, so they are
+# not compared with transformers' here; test_lm checks the logits)
+got=$("$gen" --model "$data/llama_gqa" --weights f16 --cache f16 --max-new-tokens 12 --ignore-eos --print-ids --ids "1 2 3")
+[ "$(wc -w <<<"$got")" -eq 12 ] || { echo "--weights f16 --cache f16 gave '$got'"; exit 1; }
 # a model without tokenizer.json runs on ids only
 "$gen" --model "$data/qwen2" --print-ids --ids "1 2 3" --max-new-tokens 3 >/dev/null
 out=$("$gen" --model "$data/qwen2" "text" 2>&1) && { echo "text without tokenizer.json accepted"; exit 1; }
@@ -49,4 +53,5 @@ set +e
 "$gen" --bogus 2>/dev/null; [ $? -eq 2 ] || { echo "unknown option: exit code not 2"; exit 1; }
 "$gen" --model "$data/gpt2" 2>/dev/null; [ $? -eq 2 ] || { echo "no prompt: exit code not 2"; exit 1; }
 "$gen" --model "$data/gpt2" --ids "1 x" 2>/dev/null; [ $? -eq 2 ] || { echo "bad --ids: exit code not 2"; exit 1; }
+"$gen" --model "$data/gpt2" --weights f8 --ids "1" 2>/dev/null; [ $? -eq 2 ] || { echo "bad --weights: exit code not 2"; exit 1; }
 echo "clformer-generate: all checks passed"

@@ -243,14 +243,43 @@ static void test_linear(void **state) {
     clf_tensor_free(tb_bad);
 }
 
-/* F16 weights: linear_rows in every style (the path of F16 weights at every row count), the
- * packed panels in every style, clf_linear's default path. */
+/* linear_tiled (the local-memory GEMM of F16 weights at many rows, GPUs' default) in three
+ * styles: 16 x 16 work-items of 4 x 4 outputs with steps of 16, a 3 x 5 group of 2 x 3 with steps
+ * of 7 (partial tiles everywhere), and single work-items. */
+static void linear_tiled_styles(const linear_shapes *sh) {
+    const int64_t styles[3][5] = {{16, 16, 4, 4, 16}, {3, 5, 2, 3, 7}, {1, 1, 1, 1, 1}};
+    const char *names[] = {"linear.LT_WX", "linear.LT_WY", "linear.LT_RM", "linear.LT_RN",
+                           "linear.LT_TK"};
+    int64_t defaults[5], skinny, tiled;
+    for (int i = 0; i < 5; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.SKINNY_MAX", &skinny));
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.TILED", &tiled));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 0));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", 1));
+    for (int st = 0; st < 3; st++) {
+        for (int i = 0; i < 5; i++)
+            CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
+        for (size_t r = 0; r < sh->n_rows; r++)
+            for (size_t i = 0; i < 2; i++)
+                for (size_t o = 0; o < 2; o++)
+                    linear_case(1, sh->rows[r], sh->ins[i], sh->outs[o]);
+    }
+    for (int i = 0; i < 5; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", skinny));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", tiled));
+}
+
+/* F16 weights: linear_rows in every style (the path of F16 weights at every row count on CPUs),
+ * the packed panels in every style, linear_tiled, clf_linear's default path. */
 static void test_linear_f16(void **state) {
     (void)state;
     rng_seed(58);
     g_f16 = 1;
     linear_rows_styles(&k_linear_small);
     linear_packed_styles(&k_linear_small);
+    linear_tiled_styles(&k_linear_small);
     linear_case(2, 9, 77, 129);
     linear_case(1, 40, 515, 203);
     g_f16 = 0;

@@ -67,10 +67,10 @@ static clf_lm *load_model(const char *name, clf_lm_info *info) {
     return m;
 }
 
-/* got (n) against want (n) (float64 values stored as F32): within 1e-4 of the largest. Returns
- * the worst error relative to the largest logit. */
-static double check_logits(const char *what, const char *model, const float *got, const float *want,
-                           int64_t n, double scale) {
+/* got (n) against want (n) (float64 values stored as F32): within tol (relative) of the largest.
+ * Returns the worst error relative to the largest logit. */
+static double check_logits_tol(const char *what, const char *model, const float *got,
+                               const float *want, int64_t n, double scale, double tol) {
     double worst = 0;
     int64_t at = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -80,10 +80,16 @@ static double check_logits(const char *what, const char *model, const float *got
             at = i;
         }
     }
-    if (!(worst <= 1e-4 * scale))
-        fail_msg("%s %s: logit %lld got %.7g want %.7g (|err| %.3g > 1e-4 x %.3g)", model, what,
-                 (long long)at, (double)got[at], (double)want[at], worst, scale);
+    if (!(worst <= tol * scale))
+        fail_msg("%s %s: logit %lld got %.7g want %.7g (|err| %.3g > %.0e x %.3g)", model, what,
+                 (long long)at, (double)got[at], (double)want[at], worst, tol, scale);
     return worst / scale;
+}
+
+/* The bound of the F32 tests: 1e-4 of the largest logit. */
+static double check_logits(const char *what, const char *model, const float *got, const float *want,
+                           int64_t n, double scale) {
+    return check_logits_tol(what, model, got, want, n, scale, 1e-4);
 }
 
 /* Runs body on each fixture model with its reference. */
@@ -160,6 +166,110 @@ static void forward_and_incremental_case(const char *name, clf_lm *m, const clf_
 static void test_forward_and_incremental(void **state) {
     (void)state;
     for_each_model(forward_and_incremental_case);
+}
+
+/* F16 storage (clf_load_params). F16 weights against transformers on the same fp16-rounded
+ * linear weights (reference_f16w.safetensors, tools/make_lm_f16_fixtures.py) with the F32 bound,
+ * 1e-4 of the largest logit: the rounding itself moves the logits by 5e-4 .. 8e-4 of the largest
+ * (all but qwen2, whose BF16 weights are exact in F16), so the test tells rounded weights from
+ * unrounded ones; against the fp32 reference itself they must stay within 2e-3. Then an F16 KV
+ * cache too, full forward and incremental steps, against the same reference within 4e-3 of the
+ * largest: each cached K and V entry carries a relative error of at most 2^-11, as each weight
+ * does, whose whole effect is under 8e-4. */
+static void f16_case(size_t mi) {
+    const char *name = k_models[mi];
+    char dir[1024], path[1200];
+    model_dir(name, dir, sizeof(dir));
+    clf_load_params p = clf_load_default_params();
+    p.weight_dtype = CLF_F16;
+    clf_lm_info info;
+    for (int cache = 0; cache <= 1; cache++) {
+        p.cache_dtype = cache ? CLF_F16 : CLF_F32;
+        clf_lm *m = NULL;
+        CLF_OK(clf_lm_load_with(g_ctx, dir, &p, &m));
+        CLF_OK(clf_lm_get_info(m, &info));
+        assert_int_equal(info.weight_dtype, CLF_F16);
+        assert_int_equal(info.cache_dtype, p.cache_dtype);
+        const int64_t V = info.vocab_size;
+        ref r;
+        load_ref(name, V, &r);
+        snprintf(path, sizeof(path), "%s/reference_f16w.safetensors", dir);
+        clf_safetensors *st = NULL;
+        clf_error err;
+        if (clf_safetensors_open(path, &st, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
+        float *want = malloc(sizeof(float) * (size_t)(18 * V));
+        if (clf_safetensors_read_f32(st, "logits_f16w", want, 18 * V, &err) != CLF_SUCCESS)
+            fail_msg("%s", err.message);
+        clf_safetensors_free(st);
+        const double tol = cache ? 4e-3 : 1e-4;
+        clf_lm_state *s = NULL;
+        CLF_OK(clf_lm_state_create(m, 2, 16, &s));
+        int64_t ls[3] = {2, 9, V}, os[2] = {2, V};
+        clf_tensor *ids = ids_tensor(2, 9, r.ids), *lg = tensor_poisoned(CLF_F32, 3, ls);
+        CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+        float *got = tensor_to_host(lg);
+        double rel = check_logits_tol(cache ? "F16 weights and cache" : "F16 weights", name, got,
+                                      want, 18 * V, r.scale, tol);
+        printf("%-12s F16 weights%s: logits within %.2e of the largest (bound %.0e)\n", name,
+               cache ? ", F16 cache" : "", rel, tol);
+        if (!cache) { /* against the fp32 run (the unrounded reference): the rounding's effect */
+            rel =
+                check_logits_tol("F16 weights vs F32", name, got, r.logits, 18 * V, r.scale, 2e-3);
+            printf("%-12s F16 weights vs the F32 reference: %.2e of the largest (bound 2e-03)\n",
+                   name, rel);
+        }
+        free(got);
+        clf_tensor_free(ids);
+        clf_tensor_free(lg);
+        if (cache) { /* incremental steps on the F16 cache: one token at a time after 4 */
+            CLF_OK(clf_lm_state_reset(s));
+            int32_t part[8];
+            for (int b = 0; b < 2; b++)
+                memcpy(part + 4 * b, r.ids + 9 * b, 4 * sizeof(int32_t));
+            ids = ids_tensor(2, 4, part);
+            lg = tensor_poisoned(CLF_F32, 2, os);
+            CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+            clf_tensor_free(ids);
+            for (int t = 4; t < 9; t++) {
+                int32_t one[2] = {r.ids[t], r.ids[9 + t]};
+                ids = ids_tensor(2, 1, one);
+                CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+                got = tensor_to_host(lg);
+                for (int b = 0; b < 2; b++)
+                    check_logits_tol("F16 cache, incremental step", name, got + b * V,
+                                     want + (b * 9 + t) * V, V, r.scale, tol);
+                free(got);
+                clf_tensor_free(ids);
+            }
+            clf_tensor_free(lg);
+        }
+        clf_lm_state_free(s);
+        free(want);
+        free(r.logits);
+        clf_lm_free(m);
+    }
+}
+
+/* One model alone (llama_gqa: grouped-query, tied head, head_dim != d / H), for the Oclgrind
+ * label. */
+static void test_f16_one(void **state) {
+    (void)state;
+    f16_case(2);
+}
+
+static void test_f16_storage(void **state) {
+    (void)state;
+    for (size_t mi = 0; mi < N_MODELS; mi++)
+        f16_case(mi);
+    /* bad dtypes are refused */
+    char dir[1024];
+    model_dir("llama", dir, sizeof(dir));
+    clf_load_params p = clf_load_default_params();
+    p.cache_dtype = CLF_I32;
+    clf_lm *m = NULL;
+    assert_int_equal(clf_lm_load_with(g_ctx, dir, &p, &m), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "cache_dtype"));
 }
 
 /* Two prompts of 9 and 5 tokens in one batch (right-padded, n_new 9 and 5), then steps where one
@@ -455,6 +565,8 @@ int main(void) {
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_sampling_host_fallback),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_f16_storage),
+        cmocka_unit_test(test_f16_one),
     };
     return HARNESS_RUN("lm", tests);
 }

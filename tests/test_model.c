@@ -171,6 +171,77 @@ static void test_batch_equals_alone(void **state) {
     clf_encoder_free(enc);
 }
 
+/* F16 weights (clf_transformer_params.weight_dtype): encoder outputs and decoder logits against
+ * the seeds' model on the same fp16-rounded linear weights (d2l_fixtures_f16w.safetensors,
+ * tools/make_d2l_f16_fixtures.py), with the F32 tests' bound, 1e-4 of the largest value; the
+ * rounding itself moves the logits by 3.9e-4 of the largest, so the test tells rounded weights
+ * from unrounded ones; against the fp32 model's logits they must stay within 2e-3. An unknown
+ * weight_dtype is refused. */
+static void test_f16_weights_match_pytorch(void **state) {
+    (void)state;
+    open_fixtures();
+    char p[512];
+    clf_error err = {""};
+    clf_safetensors *f16 = NULL;
+    snprintf(p, sizeof(p), "%s/tests/data/d2l_fixtures_f16w.safetensors", CLF_SRC);
+    if (clf_safetensors_open(p, &f16, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
+    const clf_st_info *si, *ti;
+    clf_tensor *src = fixture("src", &si), *vl = fixture("src_valid_lens", NULL);
+    clf_tensor *tgt = fixture("tgt", &ti);
+    const int64_t B = si->shape[0], N = si->shape[1], d = g_cfg[DM], T = ti->shape[1],
+                  V = g_cfg[TGT_V];
+    clf_transformer_params ec = enc_cfg(), dc = dec_cfg();
+    ec.weight_dtype = dc.weight_dtype = CLF_F16;
+    clf_encoder *enc = NULL;
+    clf_decoder *dec = NULL;
+    CLF_OK(clf_encoder_load(g_ctx, g_w, "encoder.", &ec, &enc));
+    CLF_OK(clf_decoder_load(g_ctx, g_w, "decoder.", &dc, &dec));
+    int64_t os[3] = {B, N, d}, ls[3] = {B, T, V};
+    clf_tensor *out = tensor_poisoned(CLF_F32, 3, os), *logits = tensor_poisoned(CLF_F32, 3, ls);
+    CLF_OK(clf_encoder_forward(enc, src, vl, out));
+    float *got = tensor_to_host(out), *want = malloc(sizeof(float) * (size_t)(B * T * V));
+    double *w64 = malloc(sizeof(double) * (size_t)(B * T * V));
+    assert_int_equal(clf_safetensors_read_f32(f16, "enc_outputs_f16w", want, B * N * d, &err),
+                     CLF_SUCCESS);
+    for (int64_t i = 0; i < B * N * d; i++)
+        w64[i] = want[i];
+    double e = rel_err(got, w64, B * N * d);
+    print_message("F16 weights: encoder outputs vs PyTorch on the rounded weights: %.3g\n", e);
+    assert_true(e <= 1e-4);
+    free(got);
+    CLF_OK(clf_decoder_init_state(dec, out, vl, 16)); /* over the F16 encoder's outputs */
+    CLF_OK(clf_decoder_step(dec, tgt, logits));
+    got = tensor_to_host(logits);
+    assert_int_equal(clf_safetensors_read_f32(f16, "logits_f16w", want, B * T * V, &err),
+                     CLF_SUCCESS);
+    for (int64_t i = 0; i < B * T * V; i++)
+        w64[i] = want[i];
+    e = rel_err(got, w64, B * T * V);
+    print_message("F16 weights: decoder logits vs PyTorch on the rounded weights: %.3g\n", e);
+    assert_true(e <= 1e-4);
+    double *w32 = fixture_f64("logits", B * T * V); /* the fp32 model's logits */
+    e = rel_err(got, w32, B * T * V);
+    print_message("F16 weights: decoder logits vs the F32 model: %.3g (bound 2e-3)\n", e);
+    assert_true(e <= 2e-3);
+    free(w32);
+    free(got);
+    free(want);
+    free(w64);
+    clf_decoder_free(dec);
+    clf_encoder_free(enc);
+    ec.weight_dtype = CLF_I32;
+    enc = NULL;
+    assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &ec, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(enc);
+    clf_tensor_free(out);
+    clf_tensor_free(logits);
+    clf_tensor_free(src);
+    clf_tensor_free(vl);
+    clf_tensor_free(tgt);
+    clf_safetensors_free(f16);
+}
+
 static void test_decoder_matches_pytorch(void **state) {
     (void)state;
     open_fixtures();
@@ -585,6 +656,7 @@ int main(void) {
         cmocka_unit_test(test_encoder_matches_pytorch),
         cmocka_unit_test(test_batch_equals_alone),
         cmocka_unit_test(test_decoder_matches_pytorch),
+        cmocka_unit_test(test_f16_weights_match_pytorch),
         cmocka_unit_test(test_two_states_one_decoder),
         cmocka_unit_test(test_greedy_matches_pytorch),
         cmocka_unit_test(test_bad_weights),

@@ -49,6 +49,22 @@ typedef enum {
     CLF_ARCH_BERT = 1 /* word + learned position + token type 0 embeddings, LayerNorm */
 } clf_arch;
 
+/* How a folder loader keeps a model on the device (clf_lm_load_with,
+ * clf_sentence_model_load_with). F16 is storage only (vload_half, core OpenCL: every device):
+ * the math stays fp32. */
+typedef struct clf_load_params {
+    /* The linear layers' weights: CLF_F32 (default) or CLF_F16 (F16 and BF16 checkpoints are
+     * rounded to F16 at load, a weight past its range fails the load; embeddings and norms stay
+     * F32). */
+    clf_dtype weight_dtype;
+    /* The KV caches of clf_lm states: CLF_F32 (default) or CLF_F16 (half the bytes a decode step
+     * reads). */
+    clf_dtype cache_dtype;
+} clf_load_params;
+
+/* F32 weights and caches. */
+CLF_API clf_load_params clf_load_default_params(void);
+
 typedef struct clf_transformer_params {
     clf_arch arch;
     int64_t vocab_size;      /* rows of the embedding (and the decoder's output size) */
@@ -60,6 +76,10 @@ typedef struct clf_transformer_params {
     clf_activation ffn_act; /* RELU in d2l, GELU_ERF in BERT */
     float norm_eps;         /* LayerNorm eps: 1e-5 in d2l, 1e-12 in BERT */
     int64_t max_len;        /* longest sequence (positions); 0: 1000 (d2l's table) */
+    /* The linear layers' weights on the device: CLF_F32 (0, the default) or CLF_F16 (half the
+     * bytes, rounded to nearest even; a weight past F16's range fails the load). The math stays
+     * fp32; embeddings, norms and biases stay F32. */
+    clf_dtype weight_dtype;
 } clf_transformer_params;
 
 /* d2l's defaults for given sizes: D2L, ReLU, eps 1e-5, no attention bias, max_len 1000. */
@@ -204,10 +224,16 @@ typedef struct clf_lm_info {
     int32_t eos[CLF_LM_MAX_EOS]; /* eos_token_id(s) */
     int n_eos;
     int64_t parameters; /* weights loaded (tied ones once) */
+    /* How the model is kept (clf_load_params; clf_lm_create_random reads them from its sizes). */
+    clf_dtype weight_dtype, cache_dtype;
 } clf_lm_info;
 
 /* Loads the model in folder dir (config.json, model.safetensors or its shards). */
 CLF_API clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out);
+/* The same with how the model is kept on the device (clf_load_params: F16 weights, F16 KV
+ * caches); NULL params: the defaults (F32). */
+CLF_API clf_status clf_lm_load_with(clf_context *ctx, const char *dir,
+                                    const clf_load_params *params, clf_lm **out);
 /* A LlamaForCausalLM of the sizes in `sizes` (vocab_size, hidden_size, ffn_size, layers, heads,
  * kv_heads, head_dim (0: hidden_size / heads), max_positions; the rest ignored) with random
  * weights drawn from seed (uniform, scaled by 1 / sqrt(fan-in); norms 1; rope_theta 500000,
@@ -270,6 +296,10 @@ typedef struct clf_sentence_model clf_sentence_model;
 
 CLF_API clf_status clf_sentence_model_load(clf_context *ctx, const char *dir,
                                            clf_sentence_model **out);
+/* The same with params' weight_dtype (cache_dtype unused: an encoder has no cache). */
+CLF_API clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
+                                                const clf_load_params *params,
+                                                clf_sentence_model **out);
 CLF_API void clf_sentence_model_free(clf_sentence_model *m);
 CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
 /* Longest token sequence (sentences are truncated to it). */

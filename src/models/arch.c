@@ -15,6 +15,14 @@ const clf_arch_def *clf__arch_find(clf_arch arch) {
     return NULL;
 }
 
+clf_load_params clf_load_default_params(void) {
+    clf_load_params p;
+    memset(&p, 0, sizeof(p));
+    p.weight_dtype = CLF_F32;
+    p.cache_dtype = CLF_F32;
+    return p;
+}
+
 clf_transformer_params clf_transformer_default_params(int64_t vocab_size, int64_t num_hiddens,
                                                       int64_t ffn_num_hiddens, int64_t num_heads,
                                                       int64_t num_layers) {
@@ -38,6 +46,10 @@ clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
     *out = *c;
     if (!out->max_len) out->max_len = 1000;
     const int64_t d = c->num_hiddens;
+    if (c->weight_dtype != CLF_F32 && c->weight_dtype != CLF_F16)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "config: weight_dtype %d must be CLF_F32 or CLF_F16",
+                         (int)c->weight_dtype);
     if (!clf__arch_find(c->arch))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown arch %d", (int)c->arch);
     if (c->vocab_size < 1 || d < 1 || c->ffn_num_hiddens < 1 || c->num_heads < 1 ||

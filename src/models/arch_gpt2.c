@@ -21,7 +21,7 @@ static clf_status load_conv1d(clf_loader *L, const char *stem, int64_t out, int6
     const char *wn[1] = {w};
     CLF_TRY(clf__load_rows(L, wn, 1, &out, in, 1, &l->w));
     CLF_TRY(clf__load(L, b, out, 0, &l->b));
-    return clf__pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, L->weight_dtype, &l->w);
 }
 
 static clf_status load_ln(clf_loader *L, const char *stem, int64_t d, clf_norm *n) {

@@ -39,7 +39,7 @@ static clf_status load_stacked(clf_loader *L, const char *const *stems, int coun
     }
     CLF_TRY(clf__load_rows(L, wn, count, rows, cols, 0, &l->w));
     if (bias) CLF_TRY(clf__load_rows(L, bn, count, rows, 0, 0, &l->b));
-    return clf__pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, L->weight_dtype, &l->w);
 }
 
 static clf_status llama_load(clf_loader *L, clf_lm *m) {

@@ -19,8 +19,27 @@ void clf__kv_cache_free(clf_kv_cache *c) {
     c->max_len = 0;
 }
 
+/* The F32 -> F16 form of clf__copy_rows. */
+static clf_status rows_to_half(clf_context *ctx, const clf_rows_at *src, const clf_rows_at *dst,
+                               size_t width, size_t rows, size_t b0, size_t nb) {
+    cl_kernel k;
+    CLF_TRY(clf__kernel(ctx, CLF_K_ROWS_TO_HALF, &k));
+    cl_long s_row = (cl_long)src->width, s_batch = (cl_long)(src->width * src->rows);
+    cl_long d_row = (cl_long)dst->width, d_batch = (cl_long)(dst->width * dst->rows);
+    cl_long s_off = (cl_long)b0 * s_batch + (cl_long)(src->row * src->width + src->col);
+    cl_long d_off = (cl_long)b0 * d_batch + (cl_long)(dst->row * dst->width + dst->col);
+    cl_int w = (cl_int)width;
+    CLF_TRY(clf__set_args(ctx, k, sizeof(cl_mem), &src->t->mem, sizeof(cl_long), &s_off,
+                          sizeof(cl_long), &s_row, sizeof(cl_long), &s_batch, sizeof(cl_mem),
+                          &dst->t->mem, sizeof(cl_long), &d_off, sizeof(cl_long), &d_row,
+                          sizeof(cl_long), &d_batch, sizeof(cl_int), &w, (size_t)0));
+    const size_t global[3] = {width, rows, nb};
+    return clf__launch(ctx, CLF_K_ROWS_TO_HALF, k, 3, global, NULL);
+}
+
 clf_status clf__copy_rows(clf_context *ctx, const clf_rows_at *src, const clf_rows_at *dst,
                           size_t width, size_t rows, size_t b0, size_t nb) {
+    if (dst->t->dtype == CLF_F16) return rows_to_half(ctx, src, dst, width, rows, b0, nb);
     const size_t f = sizeof(float);
     const size_t so[3] = {src->col * f, src->row, b0}, dor[3] = {dst->col * f, dst->row, b0};
     const size_t region[3] = {width * f, rows, nb};

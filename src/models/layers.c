@@ -142,7 +142,24 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
 
 /* Replaces a (out, in) weight by its packed panels when the device prefers them
  * (linear.PACK: CPUs), see clf__linear_pack. */
-clf_status clf__pack(clf_context *ctx, clf_tensor **w) {
+clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
+    if (*w && dtype == CLF_F16 && (*w)->dtype == CLF_F32) {
+        const int64_t n = (*w)->numel;
+        float *h = malloc(sizeof(float) * (size_t)n);
+        clf_tensor *t = NULL;
+        if (!h) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        clf_status st = clf_tensor_read(*w, h, sizeof(float) * (size_t)n);
+        if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F16, (*w)->ndim, (*w)->shape, &t);
+        if (st == CLF_SUCCESS && (st = clf_tensor_write_f32(t, h, n)) != CLF_SUCCESS)
+            clf__fail(ctx, st, "weights as F16: %s", clf_context_last_error(ctx));
+        free(h);
+        if (st != CLF_SUCCESS) {
+            clf_tensor_free(t);
+            return st;
+        }
+        clf_tensor_free(*w);
+        *w = t;
+    }
     if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK)) return CLF_SUCCESS;
     clf_tensor *p = NULL;
     CLF_TRY(clf__linear_pack(ctx, *w, &p));
@@ -162,7 +179,7 @@ clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t i
     char n[300];
     CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".weight"), out, in, &l->w));
     if (bias) CLF_TRY(clf__load(L, join(n, sizeof(n), stem, ".bias"), out, 0, &l->b));
-    return clf__pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, L->weight_dtype, &l->w);
 }
 
 clf_status clf__load_norm(clf_loader *L, const char *stem, int64_t d, clf_norm *n) {
@@ -182,7 +199,7 @@ static clf_status load_fused(clf_loader *L, const char *const *stems, int count,
     }
     CLF_TRY(clf__load_cat(L, wn, count, d, d, &l->w));
     if (bias) CLF_TRY(clf__load_cat(L, bn, count, d, 0, &l->b));
-    return clf__pack(L->ctx, &l->w);
+    return clf__pack(L->ctx, L->weight_dtype, &l->w);
 }
 
 clf_status clf__load_mha(clf_loader *L, const char *q, const char *k, const char *v, const char *o,

@@ -88,6 +88,7 @@ typedef struct clf_loader {
     int64_t layer;
     clf_safetensors *const *shards;
     size_t n_shards;
+    clf_dtype weight_dtype; /* the linear weights' dtype on the device (clf__pack) */
 } clf_loader;
 
 /* A (rows, cols) tensor (a (rows) one when cols is 0), checked for its exact shape. */
@@ -99,8 +100,10 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
  * Conv1D weights) and is transposed into (rows[i], cols). */
 clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
                           int64_t cols, int transpose, clf_tensor **out);
-/* Packs a (out, in) weight into panels when the device prefers them (linear.PACK: CPUs). */
-clf_status clf__pack(clf_context *ctx, clf_tensor **w);
+/* Makes a loaded F32 (out, in) weight what the linear layers run on: stored as dtype (F16:
+ * rounded, refused past its range), then packed into panels when the device prefers them
+ * (linear.PACK: CPUs). */
+clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w);
 /* <stem>.weight (out, in) and, with bias, <stem>.bias (out), packed for the device. */
 clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
                          clf_lin *l);

@@ -70,12 +70,29 @@ static int64_t count_params(const clf_lm *m) {
            numel_or0(m->final.b) + (m->cfg.tied ? 0 : in->vocab_size * d);
 }
 
+/* F32 or F16, the dtypes a model may be kept in. */
+static clf_status check_dtypes(clf_context *ctx, clf_dtype weights, clf_dtype cache) {
+    const bool ok =
+        (weights == CLF_F32 || weights == CLF_F16) && (cache == CLF_F32 || cache == CLF_F16);
+    return ok ? CLF_SUCCESS
+              : clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                          "lm: weight_dtype %d and cache_dtype %d must be CLF_F32 or CLF_F16",
+                          (int)weights, (int)cache);
+}
+
 clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {
+    return clf_lm_load_with(ctx, dir, NULL, out);
+}
+
+clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_params *params,
+                            clf_lm **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     if (!dir || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm: dir and out must not be NULL");
     *out = NULL;
+    const clf_load_params p = params ? *params : clf_load_default_params();
+    CLF_TRY(check_dtypes(ctx, p.weight_dtype, p.cache_dtype));
     clf_lm *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
@@ -84,6 +101,8 @@ clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {
         free(m);
         return st;
     }
+    m->cfg.info.weight_dtype = p.weight_dtype;
+    m->cfg.info.cache_dtype = p.cache_dtype;
     clf_lm_files files = {0};
     m->layers = calloc((size_t)m->cfg.info.layers, sizeof(clf_lm_layer));
     if (!m->layers) {
@@ -91,7 +110,7 @@ clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {
         goto fail;
     }
     CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
-    clf_loader L = {ctx, NULL, "", 0, files.st, files.n};
+    clf_loader L = {ctx, NULL, "", 0, files.st, files.n, p.weight_dtype};
     CLF_CHECK(m->cfg.arch->load(&L, m));
     m->cfg.info.parameters = count_params(m);
     clf__lm_files_free(&files);
@@ -117,9 +136,10 @@ static clf_status random_tensor(clf_context *ctx, int64_t rows, int64_t cols, do
     return st;
 }
 
-static clf_status random_lin(clf_context *ctx, int64_t out, int64_t in, clf_rng *rng, clf_lin *l) {
+static clf_status random_lin(clf_context *ctx, int64_t out, int64_t in, clf_rng *rng,
+                             clf_dtype dtype, clf_lin *l) {
     CLF_TRY(random_tensor(ctx, out, in, 1.0 / sqrt((double)in), rng, &l->w));
-    return clf__pack(ctx, &l->w);
+    return clf__pack(ctx, dtype, &l->w);
 }
 
 clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint64_t seed,
@@ -139,6 +159,7 @@ clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "lm: sizes must be positive, kv_heads dividing heads, head_dim even and "
                          "at most 256, max_positions at most 2^24");
+    CLF_TRY(check_dtypes(ctx, in.weight_dtype, in.cache_dtype));
     clf_lm *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
@@ -162,17 +183,18 @@ clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint
     clf_rng rng = clf_rng_make(seed);
     CLF_CHECK(random_tensor(ctx, in.vocab_size, d, 1.0, &rng, &m->tok));
     CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &m->final.g));
-    CLF_CHECK(random_lin(ctx, in.vocab_size, d, &rng, &m->head));
+    const clf_dtype wt = in.weight_dtype;
+    CLF_CHECK(random_lin(ctx, in.vocab_size, d, &rng, wt, &m->head));
     CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 1, &half, &m->freq));
     CLF_CHECK(clf_tensor_write(m->freq, m->cfg.inv_freq, sizeof(float) * (size_t)half));
     for (int64_t i = 0; i < in.layers; i++) {
         clf_lm_layer *l = &m->layers[i];
         CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &l->n1.g));
         CLF_CHECK(random_tensor(ctx, d, 0, -1, &rng, &l->n2.g));
-        CLF_CHECK(random_lin(ctx, q + 2 * kv, d, &rng, &l->qkv));
-        CLF_CHECK(random_lin(ctx, d, q, &rng, &l->o));
-        CLF_CHECK(random_lin(ctx, 2 * F, d, &rng, &l->up));
-        CLF_CHECK(random_lin(ctx, d, F, &rng, &l->down));
+        CLF_CHECK(random_lin(ctx, q + 2 * kv, d, &rng, wt, &l->qkv));
+        CLF_CHECK(random_lin(ctx, d, q, &rng, wt, &l->o));
+        CLF_CHECK(random_lin(ctx, 2 * F, d, &rng, wt, &l->up));
+        CLF_CHECK(random_lin(ctx, d, F, &rng, wt, &l->down));
     }
     m->cfg.info.parameters = count_params(m);
     *out = m;
@@ -244,7 +266,7 @@ clf_status clf_lm_state_create(const clf_lm *m, int64_t batch, int64_t max_len,
     }
     const int64_t shape[3] = {batch, max_len, 2 * kv};
     for (int64_t i = 0; i < in->layers; i++)
-        CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 3, shape, &s->kv[i]));
+        CLF_CHECK(clf_tensor_create(ctx, in->cache_dtype, 3, shape, &s->kv[i]));
     CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 1, &batch, &s->offs));
     *out = s;
     return CLF_SUCCESS;

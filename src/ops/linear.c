@@ -15,13 +15,19 @@ static const clf_defines *weight_defs(const clf_tensor *w) {
     return w->dtype == CLF_F16 ? &k_half_weights : NULL;
 }
 
+/* The sizes a kernel takes as int. */
+static clf_status check_sizes(clf_context *ctx, int64_t rows, int64_t in, int64_t out) {
+    clf_status st = clf__check_int(ctx, in, "linear input size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
+    return st;
+}
+
 /* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
 static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
                               const clf_tensor *w, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y, int64_t out) {
-    clf_status st = clf__check_int(ctx, in, "linear input size");
-    if (st == CLF_SUCCESS) st = clf__check_int(ctx, out, "linear output size");
-    if (st == CLF_SUCCESS) st = clf__check_int(ctx, rows, "linear rows");
+    clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
     if (st == CLF_SUCCESS)
@@ -45,6 +51,33 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
                        &c_out, (size_t)0);
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 2, global, local);
     if (st == CLF_SUCCESS && !fused) st = clf_bias_act(ctx, y, NULL, act, y);
+    return st;
+}
+
+/* clf_linear through linear_tiled, the local-memory GEMM (F16 weights on GPUs). */
+static clf_status linear_tiled(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
+                               const clf_tensor *w, const clf_tensor *bias, clf_activation act,
+                               clf_tensor *y, int64_t out) {
+    clf_status st = check_sizes(ctx, rows, in, out);
+    cl_kernel k;
+    size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_LT_WX),
+                       (size_t)clf__tun(ctx, CLF_T_LINEAR_LT_WY)};
+    if (st == CLF_SUCCESS)
+        st = clf__kernel_fit(ctx, CLF_K_LINEAR_TILED, weight_defs(w), 2, local, &k);
+    if (st != CLF_SUCCESS) return st;
+    /* The tile follows the fitted group: TN = WX RN outputs, TM = WY RM rows. */
+    const size_t tn = local[0] * (size_t)clf__tun(ctx, CLF_T_LINEAR_LT_RN);
+    const size_t tm = local[1] * (size_t)clf__tun(ctx, CLF_T_LINEAR_LT_RM);
+    cl_mem bm = bias ? bias->mem : w->mem;
+    cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out, c_rows = (cl_int)rows;
+    cl_int c_act = (cl_int)act;
+    const size_t global[2] = {((size_t)out + tn - 1) / tn * local[0],
+                              ((size_t)rows + tm - 1) / tm * local[1]};
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
+                       &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
+                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_TILED, k, 2, global, local);
     return st;
 }
 
@@ -79,8 +112,10 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
-    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) || w->dtype == CLF_F16)
+    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) ||
+        (w->dtype == CLF_F16 && !clf__tun(ctx, CLF_T_LINEAR_TILED)))
         return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
+    if (w->dtype == CLF_F16) return linear_tiled(ctx, x, rows, in, w, bias, act, y, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
     if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;

@@ -9,6 +9,8 @@
  *                read of the id (what generation does): tokens/s, and the bytes a step must read
  *                (every weight but the embedding table once, plus the K/V cache) as % of the
  *                copy roof.
+ *   llm_prefill_f16, llm_decode_f16: the same with F16 weights and an F16 KV cache
+ *                (clf_lm_info.weight_dtype, cache_dtype): half the bytes a step reads.
  */
 #include "bench.h"
 
@@ -21,11 +23,15 @@ static int fail(clf_context *ctx, const char *what, clf_status st) {
     return 1;
 }
 
-int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
-    const int want_prefill = bench_op_selected(o, "llm_prefill"),
-              want_decode = bench_op_selected(o, "llm_decode");
+/* Both records of one storage dtype (F32 or F16 weights and cache). */
+static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype dt,
+                   const char *prefill_op, const char *decode_op) {
+    const int want_prefill = bench_op_selected(o, prefill_op),
+              want_decode = bench_op_selected(o, decode_op);
     if (!want_prefill && !want_decode) return 0;
     clf_lm_info sz = {0};
+    sz.weight_dtype = sz.cache_dtype = dt;
+    const double esize = (double)clf_dtype_size(dt);
     sz.vocab_size = 32000;
     sz.hidden_size = 768;
     sz.ffn_size = 2048;
@@ -35,7 +41,7 @@ int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     sz.head_dim = 64;
     sz.max_positions = 4096;
     const int64_t P = o->quick ? 128 : 512, steps = o->quick ? 8 : 32;
-    bench_progress("model: llm (Llama-shaped, random weights)");
+    bench_progress("model: llm (Llama-shaped, random weights, %s)", dt == CLF_F16 ? "F16" : "F32");
     clf_lm *m = NULL;
     clf_status s = clf_lm_create_random(ctx, &sz, 1, &m);
     if (s != CLF_SUCCESS) return fail(ctx, "llm", s);
@@ -69,10 +75,10 @@ int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
         if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
         t[i] = bench_now_ms() - t0;
     }
-    int rc = s != CLF_SUCCESS ? fail(ctx, "llm_prefill", s) : 0;
+    int rc = s != CLF_SUCCESS ? fail(ctx, prefill_op, s) : 0;
     if (!rc && want_prefill) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
-        bench_result res = bench_result_make("llm_prefill", 4, sh, "compute");
+        bench_result res = bench_result_make(prefill_op, 4, sh, "compute");
         res.ms = bench_median(t, samples);
         const double attn = 2.0 * (double)P * (double)P * (double)(in.heads * in.head_dim) *
                             (double)in.layers; /* causal: half of 4 P^2 q per layer */
@@ -88,17 +94,17 @@ int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
         s = clf_lm_state_step(st, one, NULL, logits);
         if (s == CLF_SUCCESS) s = clf_argmax(ctx, logits, am);
         if (s == CLF_SUCCESS) s = clf_tensor_read(am, &next, sizeof(next));
-        if (s != CLF_SUCCESS) rc = fail(ctx, "llm_decode", s);
+        if (s != CLF_SUCCESS) rc = fail(ctx, decode_op, s);
         if (i > 0) t[(i - 1) % 32] = bench_now_ms() - t0; /* the first is a warm-up */
     }
     if (!rc && want_decode) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
-        bench_result res = bench_result_make("llm_decode", 4, sh, "memory");
+        bench_result res = bench_result_make(decode_op, 4, sh, "memory");
         const int n = steps < 32 ? (int)steps : 32;
         res.ms = bench_median(t, n);
         res.context = P + steps / 2;
         res.tokens_per_s = 1000.0 / res.ms;
-        const double bytes = 4.0 * (weights + kv_row * (double)res.context);
+        const double bytes = esize * (weights + kv_row * (double)res.context);
         res.gbps = bytes / (res.ms * 1e6);
         res.gflops = 2.0 * weights / (res.ms * 1e6);
         snprintf(res.note, sizeof(res.note), "%.0f MB read per token", bytes / 1e6);
@@ -111,4 +117,9 @@ int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     clf_lm_state_free(st);
     clf_lm_free(m);
     return rc;
+}
+
+int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    if (llm_run(ctx, o, r, CLF_F32, "llm_prefill", "llm_decode")) return 1;
+    return llm_run(ctx, o, r, CLF_F16, "llm_prefill_f16", "llm_decode_f16");
 }

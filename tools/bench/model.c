@@ -252,13 +252,17 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
 
 /* all-MiniLM-L6-v2 on a batch of 32 sentences of 128 tokens (random ids, no padding), the
  * shape tools/bench_minilm_torch.py times for sentence-transformers on the CPU. */
-static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r) {
+/* all-MiniLM-L6-v2 on 32 x 128 tokens, its linear weights as dt (model_minilm: F32,
+ * model_minilm_f16: F16); the note gives the bytes of those weights on the device. */
+static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype dt) {
+    const char *op = dt == CLF_F16 ? "model_minilm_f16" : "model_minilm";
+    if (!bench_op_selected(o, op)) return 0;
     const int64_t B = 32, N = 128;
     const char *dir = getenv("CLF_MODEL_DIR");
     if (!dir || !*dir) dir = "models/all-MiniLM-L6-v2";
-    bench_progress("model: model_minilm B%lld N%lld (%s)", (long long)B, (long long)N, dir);
+    bench_progress("model: %s B%lld N%lld (%s)", op, (long long)B, (long long)N, dir);
     const int64_t sh[2] = {B, N};
-    bench_result res = bench_result_make("model_minilm", 2, sh, "compute");
+    bench_result res = bench_result_make(op, 2, sh, "compute");
     char p[4096];
     snprintf(p, sizeof(p), "%s/model.safetensors", dir);
     if (access(p, R_OK) != 0) {
@@ -266,8 +270,10 @@ static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r)
         return bench_add_result(r, &res);
     }
     clf_sentence_model *m = NULL;
-    clf_status s = clf_sentence_model_load(ctx, dir, &m);
-    if (s != CLF_SUCCESS) return fail(ctx, "model_minilm", s);
+    clf_load_params lp = clf_load_default_params();
+    lp.weight_dtype = dt;
+    clf_status s = clf_sentence_model_load_with(ctx, dir, &lp, &m);
+    if (s != CLF_SUCCESS) return fail(ctx, op, s);
     const int64_t d = clf_sentence_model_dim(m),
                   V = clf_tokenizer_vocab_size(clf_sentence_model_tokenizer(m));
     int bad = 0;
@@ -297,8 +303,11 @@ static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r)
     const double flops =
         layers * (double)(B * N) * (2.0 * (4.0 * d * d + 2.0 * d * F) + 4.0 * N * d);
     clf_sentence_model_free(m);
-    if (s != CLF_SUCCESS) return fail(ctx, "model_minilm", s);
+    if (s != CLF_SUCCESS) return fail(ctx, op, s);
     res.ms = bench_median(t, samples);
+    const double lin_bytes = layers * (4.0 * d * d + 2.0 * d * F) * (double)clf_dtype_size(dt);
+    snprintf(res.note, sizeof(res.note), "linear weights %.1f MB (%s)", lin_bytes / 1e6,
+             dt == CLF_F16 ? "F16" : "F32");
     res.gflops = flops / (res.ms * 1e6);
     res.tokens_per_s = (double)(B * N) / (res.ms / 1000.0);
     res.sentences_per_s = (double)B / (res.ms / 1000.0);
@@ -312,7 +321,8 @@ int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     int rc = 0;
     if (bench_op_selected(o, "encoder_layer")) rc = encoder_layer(ctx, o, path, r);
     if (!rc && bench_op_selected(o, "decoder_step")) rc = decoder_steps(ctx, o, path, r);
-    if (!rc && bench_op_selected(o, "model_minilm")) rc = model_minilm(ctx, o, r);
+    if (!rc) rc = model_minilm(ctx, o, r, CLF_F32);
+    if (!rc) rc = model_minilm(ctx, o, r, CLF_F16);
     remove(path);
     return rc;
 }

@@ -26,6 +26,8 @@ static void usage(FILE *f) {
             "                  else the first GPU, else the first CPU)\n"
             "  --model DIR     sentence-transformers model folder (default $CLF_MODEL_DIR, else\n"
             "                  " DEFAULT_MODEL ")\n"
+            "  --weights f32|f16  the linear weights on the device (default f32; f16: half the\n"
+            "                  bytes, math in fp32)\n"
             "  --similarity    print the cosine-similarity matrix instead of the embeddings\n"
             "  --tokens        print the token ids of each sentence instead\n"
             "  --help          this text\n");
@@ -52,6 +54,7 @@ static int push(char ***texts, int64_t *n, int64_t *cap, const char *s) {
 int main(int argc, char **argv) {
     const char *spec = NULL, *model = getenv("CLF_MODEL_DIR");
     int similarity = 0, tokens = 0;
+    clf_load_params lp = clf_load_default_params();
     char **texts = NULL;
     int64_t n = 0, cap = 0;
     for (int i = 1; i < argc; i++) {
@@ -61,6 +64,13 @@ int main(int argc, char **argv) {
                 spec = argv[++i];
             else
                 model = argv[++i];
+        } else if (strcmp(a, "--weights") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "f32") != 0 && strcmp(v, "f16") != 0) {
+                fprintf(stderr, "clformer-embed: --weights takes f32 or f16, not '%s'\n", v);
+                return 2;
+            }
+            lp.weight_dtype = v[1] == '1' ? CLF_F16 : CLF_F32;
         } else if (strcmp(a, "--similarity") == 0) {
             similarity = 1;
         } else if (strcmp(a, "--tokens") == 0) {
@@ -117,7 +127,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-embed: %s\n", msg.message);
         goto done;
     }
-    if (clf_sentence_model_load(ctx, model, &m) != CLF_SUCCESS) {
+    if (clf_sentence_model_load_with(ctx, model, &lp, &m) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
         goto done;
     }

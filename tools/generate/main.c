@@ -27,6 +27,9 @@ static void usage(FILE *f) {
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
+            "  --weights f32|f16        the linear weights on the device (default f32; f16:\n"
+            "                           half the bytes, math in fp32)\n"
+            "  --cache f32|f16          the KV cache (default f32)\n"
             "  --temperature T          0: greedy (default); > 0 samples\n"
             "  --top-k K, --top-p P     keep the K most likely / the smallest set of mass P\n"
             "  --repetition-penalty R   > 1 discourages repeated tokens (default 1)\n"
@@ -115,6 +118,7 @@ int main(int argc, char **argv) {
     int stats = 0, print_ids = 0, bad = 0;
     clf_generate_params gp = clf_generate_default_params();
     gp.max_new_tokens = 64;
+    clf_load_params lp = clf_load_default_params();
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -137,6 +141,17 @@ int main(int argc, char **argv) {
             gp.sampling.repetition_penalty = (float)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--seed") == 0 && has) {
             gp.sampling.seed = (uint64_t)num_arg(a, argv[++i], &bad);
+        } else if ((strcmp(a, "--weights") == 0 || strcmp(a, "--cache") == 0) && has) {
+            const char *v = argv[++i];
+            clf_dtype *dt = a[2] == 'w' ? &lp.weight_dtype : &lp.cache_dtype;
+            if (strcmp(v, "f32") == 0) {
+                *dt = CLF_F32;
+            } else if (strcmp(v, "f16") == 0) {
+                *dt = CLF_F16;
+            } else {
+                fprintf(stderr, "clformer-generate: %s takes f32 or f16, not '%s'\n", a, v);
+                bad = 1;
+            }
         } else if (strcmp(a, "--ids") == 0 && has) {
             ids_arg = argv[++i];
         } else if (strcmp(a, "--tokenize") == 0 && has) {
@@ -223,7 +238,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-generate: %s\n", msg.message);
         goto done;
     }
-    if (clf_lm_load(ctx, model, &m) != CLF_SUCCESS) {
+    if (clf_lm_load_with(ctx, model, &lp, &m) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-generate: %s\n", clf_context_last_error(ctx));
         goto done;
     }
