@@ -153,6 +153,13 @@ void harness_remove_tree(const char *dir) {
 
 static clf_rng rng_state = {0x9e3779b97f4a7c15ULL}; /* the tests' one stream (src/rng.h) */
 
+void harness_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
 void harness_fresh_tuning(const char *tag, const char *kind, char *dir, size_t dir_size, char *file,
                           size_t file_size) {
     snprintf(dir, dir_size, "/tmp/clf-%s-XXXXXX", tag);

@@ -45,6 +45,8 @@ clf_context *harness_context_in(const char *cache_dir);
 /* Removes a scratch folder and everything in it (fails the test if it cannot). */
 void harness_remove_tree(const char *dir);
 
+/* Writes text into the file at path (created or truncated); fails the test on an error. */
+void harness_write_file(const char *path, const char *text);
 /* A fresh temporary cache folder in dir (mkdtemp of "/tmp/clf-<tag>-XXXXXX") and this device's
  * tuning file path of `kind` there in file (not written; its folder made): tuning tests that
  * need one make their own, so every test runs alone. */

@@ -171,20 +171,14 @@ static void test_tune_save_and_reload(void **state) {
     harness_remove_tree(g_dir);
 }
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-}
-
 /* A hand-written pair (3 queries per work-item, groups of 5: neither divides anything) is used
  * and computes correctly; an explicit tunable then takes precedence. */
 static void test_file_pair_and_precedence(void **state) {
     (void)state;
     rng_seed(72);
     fresh_tuning_dir();
-    write_file(g_file, "{\"format\": \"clformer-attention-tuning-1\", \"tiles\": [{\"head_dim\": "
+    harness_write_file(g_file,
+                       "{\"format\": \"clformer-attention-tuning-1\", \"tiles\": [{\"head_dim\": "
                        "24, \"QB\": 3, \"BQ\": 5}, {\"head_dim\": 64, \"QB\": 2, \"BQ\": 3}]}");
     clf_context *ctx = harness_context_in(g_dir);
     int64_t qb, bq;
@@ -206,7 +200,8 @@ static void test_file_pair_and_precedence(void **state) {
 static void test_malformed_file_ignored(void **state) {
     (void)state;
     fresh_tuning_dir();
-    write_file(g_file, "{\"format\": \"clformer-attention-tuning-1\", \"tiles\": [{\"head_dim\"");
+    harness_write_file(g_file,
+                       "{\"format\": \"clformer-attention-tuning-1\", \"tiles\": [{\"head_dim\"");
     clf_context *ctx = harness_context_in(g_dir);
     assert_string_equal(clf_attention_tuning_source(ctx), "defaults");
     assert_non_null(strstr(clf_context_last_warning(ctx), "ignoring attention tuning file"));

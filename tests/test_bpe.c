@@ -179,13 +179,6 @@ static void test_stream_split_character(void **state) {
     clf_bpe_free(t);
 }
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_bad_input(void **state) {
     (void)state;
     clf_bpe *t = NULL;
@@ -218,7 +211,7 @@ static void test_bad_input(void **state) {
          "unk_token", CLF_ERROR_BAD_FORMAT},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        write_file(path, bad[i].json);
+        harness_write_file(path, bad[i].json);
         assert_int_equal(clf_bpe_load(path, &t, &err), bad[i].st);
         if (!strstr(err.message, bad[i].needle))
             fail_msg("case %zu: \"%s\" does not name \"%s\"", i, err.message, bad[i].needle);

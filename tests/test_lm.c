@@ -466,13 +466,6 @@ static void test_sampling_host_fallback(void **state) {
     harness_under_loop_budget(sample_fallback_body, state, 2000);
 }
 
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* Folders clformer cannot run, and bad calls: clear errors, nothing changed. */
 static void test_bad_input(void **state) {
     (void)state;
@@ -482,27 +475,31 @@ static void test_bad_input(void **state) {
     char dir[] = "/tmp/clf-lm-test-XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    write_file(path, "{\"architectures\": [\"BertModel\"]}");
+    harness_write_file(path, "{\"architectures\": [\"BertModel\"]}");
     assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "BertModel"));
-    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
-                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
-                     "\"num_attention_heads\": 2, \"hidden_act\": \"gelu\"}");
+    harness_write_file(path,
+                       "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                       "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                       "\"num_attention_heads\": 2, \"hidden_act\": \"gelu\"}");
     assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "hidden_act"));
-    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
-                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
-                     "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\", "
-                     "\"factor\": 4}}");
+    harness_write_file(path,
+                       "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                       "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                       "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                       "\"factor\": 4}}");
     assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_UNSUPPORTED);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "yarn"));
-    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
-                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1}");
+    harness_write_file(path,
+                       "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                       "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1}");
     assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_BAD_FORMAT);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "num_attention_heads"));
-    write_file(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
-                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
-                     "\"num_attention_heads\": 2}"); /* no weights */
+    harness_write_file(path,
+                       "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 10, "
+                       "\"hidden_size\": 8, \"intermediate_size\": 8, \"num_hidden_layers\": 1, "
+                       "\"num_attention_heads\": 2}"); /* no weights */
     assert_int_equal(clf_lm_load(g_ctx, dir, &m), CLF_ERROR_IO);
     assert_non_null(strstr(clf_context_last_error(g_ctx), "model.safetensors"));
     assert_null(m);
