@@ -50,6 +50,7 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     /* Local-memory attention where local memory is on chip (GPUs; Oclgrind says so too), not
      * by device type: PoCL and llvmpipe keep it in ordinary memory. */
     ctx->tunables[CLF_T_ATTENTION_LOCAL_KV] = ctx->info.local_mem_dedicated ? 1 : 0;
+    if (style == CLF_DEVICE_CPU) clf__isa_defaults(&ctx->info, ctx->tunables);
     ctx->disk_cache = p->disk_cache;
     if (p->disk_cache) {
         ctx->cache_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();

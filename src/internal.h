@@ -140,6 +140,10 @@ typedef struct clf_tuning {
 int clf__tunable_find(const char *name);
 /* Default for a device type. */
 int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
+/* Register blocking by a CPU's vector ISA: the CPU column is sized for AVX-512 (32 registers of
+ * 16 floats); a CPU whose native float vector is at most 8 lanes (AVX2: 16 registers) gets tiles
+ * that fit 16 registers. Nothing for other device types. */
+void clf__isa_defaults(const clf_device_info *info, int64_t *tunables);
 /* Most -D macros a kernel variant sets besides the tunables (fitted work-group sizes and
  * per-call values). */
 #define CLF_MAX_DEFINES 8

@@ -64,6 +64,20 @@ int clf__tunable_find(const char *name) {
     return -1;
 }
 
+void clf__isa_defaults(const clf_device_info *info, int64_t *tunables) {
+    if (info->type != CLF_DEVICE_CPU) return;
+    const uint32_t w = info->native_vector_width_float;
+    if (w == 0 || w > 8) return; /* AVX-512 (16 lanes, 32 registers): the CPU column */
+    /* AVX2 and narrower: 16 vector registers of w lanes. linear_packed: 6 rows x 2 vectors of w
+     * outputs (12 accumulators, 2 weight vectors, 1 broadcast: BLIS's Haswell sgemm tile);
+     * attention_tiled_t: vectors of w keys, 12 queries per work-item (12 score vectors). */
+    tunables[CLF_T_LINEAR_VW] = w;
+    tunables[CLF_T_LINEAR_PK_R] = 6;
+    tunables[CLF_T_LINEAR_PK_NV] = 2;
+    tunables[CLF_T_ATTENTION_MAXVW] = w;
+    tunables[CLF_T_ATTENTION_QB] = 12;
+}
+
 int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type) {
     switch (type) {
     case CLF_DEVICE_CPU:

@@ -193,6 +193,40 @@ static void test_tunables(void **state) {
     assert_true(clf__tunable_default(&clf__tunable_defs[i], CLF_DEVICE_GPU) >= 64);
 }
 
+/* The register blocking of a CPU by its native vector width: AVX-512 (16 lanes) keeps the CPU
+ * column, AVX2 (8 lanes) gets tiles that fit 16 registers, GPUs are untouched. */
+static void test_isa_defaults(void **state) {
+    (void)state;
+    int64_t *t = calloc(clf__tunable_count, sizeof(int64_t));
+    assert_non_null(t);
+    clf_device_info info;
+    memset(&info, 0, sizeof(info));
+    info.type = CLF_DEVICE_CPU;
+    for (size_t i = 0; i < clf__tunable_count; i++)
+        t[i] = clf__tunable_defs[i].cpu;
+    info.native_vector_width_float = 16;
+    clf__isa_defaults(&info, t);
+    assert_int_equal(t[CLF_T_LINEAR_PK_R], clf__tunable_defs[CLF_T_LINEAR_PK_R].cpu);
+    assert_int_equal(t[CLF_T_LINEAR_VW], 16);
+    info.native_vector_width_float = 8;
+    clf__isa_defaults(&info, t);
+    /* accumulators PK_R x PK_NV plus PK_NV weight vectors and a broadcast fit 16 registers */
+    assert_true(t[CLF_T_LINEAR_PK_R] * t[CLF_T_LINEAR_PK_NV] + t[CLF_T_LINEAR_PK_NV] + 1 <= 16);
+    assert_int_equal(t[CLF_T_LINEAR_VW], 8);
+    assert_int_equal(t[CLF_T_ATTENTION_MAXVW], 8);
+    assert_true(t[CLF_T_ATTENTION_QB] + 1 <= 16);
+    for (size_t i = 0; i < clf__tunable_count; i++) { /* still legal values */
+        const clf_tunable_def *d = &clf__tunable_defs[i];
+        assert_true(t[i] >= d->min && t[i] <= d->max);
+        if (d->pow2) assert_int_equal(t[i] & (t[i] - 1), 0);
+    }
+    info.type = CLF_DEVICE_GPU;
+    t[CLF_T_LINEAR_PK_R] = 99;
+    clf__isa_defaults(&info, t);
+    assert_int_equal(t[CLF_T_LINEAR_PK_R], 99);
+    free(t);
+}
+
 static void test_build_options(void **state) {
     (void)state;
     int64_t *vals = calloc(clf__tunable_count, sizeof(int64_t));
@@ -307,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_device_match_simulator),
         cmocka_unit_test(test_wg_shrink),
         cmocka_unit_test(test_tunables),
+        cmocka_unit_test(test_isa_defaults),
         cmocka_unit_test(test_build_options),
         cmocka_unit_test(test_cache_key),
         cmocka_unit_test(test_cache_dir),

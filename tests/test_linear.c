@@ -138,15 +138,15 @@ static void test_linear_rows_kernel(void **state) {
  * style of tunables, partial row blocks and panels, every activation; a packing made under other
  * tunables is refused. */
 static void linear_packed_styles(const linear_shapes *sh) {
-    /* R NV VW GM; style 0 is the device's defaults */
-    const int64_t styles[3][4] = {{0, 0, 0, 0}, {3, 3, 4, 2}, {1, 1, 1, 1}};
+    /* R NV VW GM; style 0 is the device's defaults, style 3 the AVX2 tile (clf__isa_defaults) */
+    const int64_t styles[4][4] = {{0, 0, 0, 0}, {3, 3, 4, 2}, {1, 1, 1, 1}, {6, 2, 8, 4}};
     const char *names[] = {"linear.PK_R", "linear.PK_NV", "linear.VW", "linear.PK_GM"};
     const int64_t *rows = sh->rows, *ins = sh->ins, *outs = sh->outs;
     int64_t defaults[4];
     for (int i = 0; i < 4; i++)
         CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
     g_packed = 1;
-    for (int st = 0; st < 3; st++) {
+    for (int st = 0; st < 4; st++) {
         if (st > 0)
             for (int i = 0; i < 4; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], styles[st][i]));
