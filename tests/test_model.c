@@ -234,6 +234,42 @@ static void test_f16_weights_match_pytorch(void **state) {
     assert_int_equal(clf_encoder_load(g_ctx, g_w, "encoder.", &ec, &enc),
                      CLF_ERROR_INVALID_ARGUMENT);
     assert_null(enc);
+    /* A weight past F16's range fails an F16 load with a message (and loads as F32): a copy of
+     * the weights with one FFN weight of 1e5. */
+    const size_t n = clf_safetensors_count(g_w);
+    clf_st_entry *ent = calloc(n, sizeof(*ent));
+    float **data = calloc(n, sizeof(*data));
+    assert_true(ent && data);
+    for (size_t i = 0; i < n; i++) {
+        const clf_st_info *in = clf_safetensors_at(g_w, i);
+        data[i] = malloc(sizeof(float) * (size_t)in->numel);
+        assert_int_equal(clf_safetensors_read_f32(g_w, in->name, data[i], in->numel, &err),
+                         CLF_SUCCESS);
+        if (strcmp(in->name, "encoder.blks.block1.ffn.dense1.weight") == 0) data[i][7] = 1e5f;
+        ent[i] = (clf_st_entry){in->name, CLF_ST_F32, in->ndim, in->shape, data[i]};
+    }
+    char big[] = "/tmp/clf-f16-range-XXXXXX";
+    const int fd = mkstemp(big);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(clf_safetensors_write(big, ent, n, &err), CLF_SUCCESS);
+    clf_safetensors *wb = NULL;
+    assert_int_equal(clf_safetensors_open(big, &wb, &err), CLF_SUCCESS);
+    ec.weight_dtype = CLF_F16;
+    assert_int_equal(clf_encoder_load(g_ctx, wb, "encoder.", &ec, &enc),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(enc);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "outside f16's range"));
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "weights as F16"));
+    ec.weight_dtype = CLF_F32;
+    CLF_OK(clf_encoder_load(g_ctx, wb, "encoder.", &ec, &enc));
+    clf_encoder_free(enc);
+    clf_safetensors_free(wb);
+    unlink(big);
+    for (size_t i = 0; i < n; i++)
+        free(data[i]);
+    free(data);
+    free(ent);
     clf_tensor_free(out);
     clf_tensor_free(logits);
     clf_tensor_free(src);

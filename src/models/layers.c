@@ -150,8 +150,12 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
         if (!h) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         clf_status st = clf_tensor_read(*w, h, sizeof(float) * (size_t)n);
         if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F16, (*w)->ndim, (*w)->shape, &t);
-        if (st == CLF_SUCCESS && (st = clf_tensor_write_f32(t, h, n)) != CLF_SUCCESS)
-            clf__fail(ctx, st, "weights as F16: %s", clf_context_last_error(ctx));
+        if (st == CLF_SUCCESS && (st = clf_tensor_write_f32(t, h, n)) != CLF_SUCCESS) {
+            char why[256]; /* the message is rewritten from a copy: clf__fail writes the buffer */
+            snprintf(why, sizeof(why), "%s", clf_context_last_error(ctx));
+            clf__fail(ctx, st, "weights as F16 (a (%lld, %lld) linear weight): %s",
+                      (long long)(*w)->shape[0], (long long)(*w)->shape[1], why);
+        }
         free(h);
         if (st != CLF_SUCCESS) {
             clf_tensor_free(t);
