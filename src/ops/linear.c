@@ -181,20 +181,10 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     cl_kernel k;
     size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    /* Rows per work-item: PK_R, or for fewer rows (decoding) the largest power of two up to
-     * them, so that a one-token step does not also multiply PK_R - 1 rows of zeros (the kernel
-     * was compute-bound there: llm_decode 35.8 -> 90.6 tokens/s with one row per work-item). */
-    int64_t R = clf__tun(ctx, CLF_T_LINEAR_PK_R);
-    if (rows < R)
-        for (R = 1; R * 2 <= rows;)
-            R *= 2;
-    clf_defines defs = {1, {"PK_R"}, {R}};
-    if (wp->dtype == CLF_F16) {
-        defs.name[defs.n] = "WH";
-        defs.value[defs.n++] = 1;
-    }
-    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, &defs, 2, local, &k)) != CLF_SUCCESS)
+    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, weight_defs(wp), 2, local, &k)) !=
+        CLF_SUCCESS)
         return st;
+    const int64_t R = clf__tun(ctx, CLF_T_LINEAR_PK_R);
     cl_mem bm = bias ? bias->mem : wp->mem;
     cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
            c_out = (cl_int)out;
