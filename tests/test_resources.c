@@ -1,7 +1,10 @@
 /*
  * test_resources.c — creating and freeing a context with every kernel built, 200 times, does not
- * grow the process: resident memory after 200 rounds stays within a bound of what it was after
- * 20 (the first rounds fill the driver's and the loader's one-time caches).
+ * grow the process: after 20 rounds (which fill the driver's and the loader's one-time caches),
+ * resident memory must stay nearly flat over at least one of two windows of 90 rounds. A leak
+ * grows both windows; a one-time allocation (the allocator taking a new arena, the driver a
+ * bigger table) lands in one window only. A fresh-clone CI run once saw +8.5 MiB over 180
+ * rounds with no leak (local runs: +0.05 .. 2 MiB), so one window alone was not robust.
  */
 #include "harness.h"
 
@@ -39,19 +42,27 @@ static void test_context_churn(void **state) {
     for (int i = 0; i < 20; i++)
         round_trip();
     const long before = rss_kib();
-    for (int i = 20; i < 200; i++)
+    for (int i = 20; i < 110; i++)
+        round_trip();
+    const long middle = rss_kib();
+    for (int i = 110; i < 200; i++)
         round_trip();
     const long after = rss_kib();
-    fprintf(stderr, "resident memory after 20 rounds: %ld KiB, after 200: %ld KiB (%+ld KiB)\n",
-            before, after, after - before);
-    assert_true(before > 0 && after > 0);
+    fprintf(stderr,
+            "resident memory after 20 rounds: %ld KiB, after 110: %ld KiB (%+ld), after 200: "
+            "%ld KiB (%+ld)\n",
+            before, middle, middle - before, after, after - middle);
+    assert_true(before > 0 && middle > 0 && after > 0);
 #ifdef CLF_SANITIZED
     /* ASan's quarantine keeps freed memory resident; LeakSanitizer checks leaks there instead. */
     return;
 #endif
-    /* 180 more rounds may not keep more than 8 MiB (45 KiB a round): a leak of one program, one
-     * kernel set or one buffer per context would pass it. */
-    assert_true(after - before < 8 * 1024);
+    /* One of the two windows of 90 rounds must keep less than 2 MiB. A deliberate leak of 48 KiB
+     * a round (one program, kernel set or buffer per context is more) kept +2.8 and +6.1 MiB:
+     * the allocator first reuses pages that are already resident, so a window shows less than
+     * the leak; no leak kept at most +0.6 MiB in its smaller window locally. */
+    const long grow1 = middle - before, grow2 = after - middle;
+    assert_true((grow1 < grow2 ? grow1 : grow2) < 2 * 1024);
 }
 
 int main(void) {
