@@ -135,14 +135,13 @@ __kernel void pack_panels(const __global WBITS *w, /* (out, in); halfs as their 
 }
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) from the packed panels of w. Work-group (one
- * item) (g0, g1) in grouped order (see linear_rows) computes rows PK_R g .. + PK_R - 1 of panel
- * b; the bias and activation run on whole vectors. */
-__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
-linear_packed(const __global float *x,                              /* (rows, in) */
-              const int rows, const __global wtype *wp,             /* packed panels */
-              const __global float *bias,                           /* (out); unused if !has_bias */
-              const int has_bias, const int act, __global float *y, /* (rows, out) */
-              const int in, const int out) {
+ * item) (g0, g1) in grouped order (see linear_rows) computes rows R g .. + R - 1 of panel b; the
+ * bias and activation run on whole vectors. R is PK_R in linear_packed; linear_packed_1, _2 and
+ * _4 are the same code at fewer rows (a decode step: one token would otherwise also multiply
+ * PK_R - 1 rows of zeros), specialized by inlining with R a constant. */
+static inline void packed_rows(const __global float *x, const int rows, const __global wtype *wp,
+                               const __global float *bias, const int has_bias, const int act,
+                               __global float *y, const int in, const int out, const int R) {
     const int pw = PK_NV * VW;
     const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
     const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
@@ -150,20 +149,20 @@ linear_packed(const __global float *x,                              /* (rows, in
     const int gm = min(n1 - first, PK_GM);
     const int within = pid % (PK_GM * n0);
     const int b = within / gm;
-    const int r0 = (first + within % gm) * PK_R;
-    const int nr = min(PK_R, rows - r0);
-    floatV acc[PK_R][PK_NV];
-    for (int r = 0; r < PK_R; r++)
+    const int r0 = (first + within % gm) * R;
+    const int nr = min(R, rows - r0);
+    floatV acc[PK_R > 4 ? PK_R : 4][PK_NV]; /* R <= that in every kernel below */
+    for (int r = 0; r < R; r++)
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
     const __global wtype *panel = wp + (long)b * in * pw;
     const __global float *xr = x + (long)r0 * in;
-    if (nr == PK_R) {
+    if (nr == R) {
         for (int k = 0; k < in; k++) {
             floatV wv[PK_NV];
             for (int j = 0; j < PK_NV; j++)
                 wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
-            for (int r = 0; r < PK_R; r++) {
+            for (int r = 0; r < R; r++) {
                 const floatV xs = (floatV)(xr[(long)r * in + k]);
                 for (int j = 0; j < PK_NV; j++)
                     acc[r][j] = fma(xs, wv[j], acc[r][j]);
@@ -174,7 +173,7 @@ linear_packed(const __global float *x,                              /* (rows, in
             floatV wv[PK_NV];
             for (int j = 0; j < PK_NV; j++)
                 wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
-            for (int r = 0; r < PK_R; r++) {
+            for (int r = 0; r < R; r++) {
                 const floatV xs = (floatV)(r < nr ? xr[(long)r * in + k] : 0.0f);
                 for (int j = 0; j < PK_NV; j++)
                     acc[r][j] = fma(xs, wv[j], acc[r][j]);
@@ -205,6 +204,18 @@ linear_packed(const __global float *x,                              /* (rows, in
         }
     }
 }
+
+#define LINEAR_PACKED(name, R)                                                                 \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                         \
+        const __global float *x, const int rows, const __global wtype *wp,                     \
+        const __global float *bias, const int has_bias, const int act, __global float *y,     \
+        const int in, const int out) {                                                         \
+        packed_rows(x, rows, wp, bias, has_bias, act, y, in, out, (R));                        \
+    }
+LINEAR_PACKED(linear_packed, PK_R)
+LINEAR_PACKED(linear_packed_1, 1)
+LINEAR_PACKED(linear_packed_2, 2)
+LINEAR_PACKED(linear_packed_4, 4)
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
  * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY

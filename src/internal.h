@@ -43,7 +43,10 @@ typedef enum {
     CLF_K_ROWS_TO_HALF,
     CLF_K_LINEAR_ROWS,
     CLF_K_PACK_PANELS,
-    CLF_K_LINEAR_PACKED,
+    CLF_K_LINEAR_PACKED,   /* PK_R rows per work-item */
+    CLF_K_LINEAR_PACKED_1, /* 1, 2 and 4 rows (fewer rows than PK_R: decoding) */
+    CLF_K_LINEAR_PACKED_2,
+    CLF_K_LINEAR_PACKED_4,
     CLF_K_LINEAR_TILED,
     CLF_K_ATTENTION,
     CLF_K_ATTENTION_COMBINE,
@@ -351,6 +354,12 @@ void clf__gemm_unlock(void);
  * linear.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+/* Rows per linear_packed work-item for `rows` rows: linear.PK_R, or for fewer (a decode step)
+ * the largest power of two up to them below 8 (linear_packed_1, _2, _4), so that one token does
+ * not also multiply PK_R - 1 rows of zeros (that made the step compute-bound: llm_decode 32.0 ->
+ * 83.9 tokens/s on Zen 4). */
+int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows);
+
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y);

@@ -96,9 +96,9 @@ static void test_outputs(void **state) {
         assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(dev, fields[i])));
     assert_true(num(dev, "compute_units") >= 1);
     const cJSON *pk = cJSON_GetObjectItemCaseSensitive(root, "peaks");
-    const char *peaks[] = {"copy_gbps", "fma_gflops",    "launch_us",    "h2d_gbps",
-                           "d2h_gbps",  "cold_start_ms", "warm_start_ms"};
-    for (int i = 0; i < 7; i++)
+    const char *peaks[] = {"copy_gbps", "fma_gflops",    "launch_us",     "h2d_gbps",
+                           "d2h_gbps",  "cold_start_ms", "warm_start_ms", "read_gbps"};
+    for (int i = 0; i < 8; i++)
         assert_true(num(pk, peaks[i]) > 0);
     assert_true(num(pk, "warm_start_ms") < num(pk, "cold_start_ms"));
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(root, "results");

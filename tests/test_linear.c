@@ -22,7 +22,8 @@
 
 /* clf_linear on x (lead, per, in) against the double reference, every activation, with and
  * without bias. */
-static int g_packed; /* 1: linear_case packs w and runs clf__linear_packed */
+static int g_packed; /* 1: linear_case packs w and runs clf__linear_packed; 2: it prepares w
+                      * (clf_linear_prepare, w freed at once) and runs clf_linear_apply */
 static int g_f16;    /* 1: w is an F16 tensor */
 
 static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
@@ -45,13 +46,22 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     }
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
     clf_tensor *tp = NULL;
-    if (g_packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
+    clf_linear_weights *lw = NULL;
+    if (g_packed == 1) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
+    if (g_packed == 2) {
+        CLF_OK(clf_linear_prepare(g_ctx, tw, &lw));
+        clf_tensor_free(tw); /* the prepared weights own their copy */
+        tw = NULL;
+    }
     for (int act = 0; act <= CLF_ACT_SILU; act++) {
         for (int with_bias = 0; with_bias <= 1; with_bias++) {
             clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
-            if (g_packed)
+            if (g_packed == 1)
                 CLF_OK(clf__linear_packed(g_ctx, tx, tp, out, with_bias ? tb : NULL,
                                           (clf_activation)act, ty));
+            else if (g_packed == 2)
+                CLF_OK(clf_linear_apply(g_ctx, tx, lw, with_bias ? tb : NULL, (clf_activation)act,
+                                        ty));
             else
                 CLF_OK(clf_linear(g_ctx, tx, tw, with_bias ? tb : NULL, (clf_activation)act, ty));
             float *got = tensor_to_host(ty);
@@ -91,6 +101,7 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
     clf_tensor_free(tw);
     clf_tensor_free(tb);
     clf_tensor_free(tp);
+    clf_linear_weights_free(lw);
 }
 
 /* The linear_rows kernel (few rows when decoding; every size on CPUs): every tunable style, row
@@ -191,6 +202,81 @@ static void test_linear_packed(void **state) {
     clf_tensor_free(x);
     clf_tensor_free(y);
     clf_tensor_free(p);
+}
+
+/* The public prepared weights (clf_linear_prepare / clf_linear_apply): packed where linear.PACK
+ * is on, a copy where it is off, F32 and F16; bad input fails and leaves y untouched. */
+static void test_linear_prepared(void **state) {
+    (void)state;
+    rng_seed(58);
+    int64_t pack;
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.PACK", &pack));
+    const int64_t shapes[4][3] = {{1, 37, 19}, {3, 203, 77}, {5, 64, 33}, {67, 19, 203}};
+    g_packed = 2;
+    for (int p = 0; p <= 1; p++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", p));
+        for (g_f16 = 0; g_f16 <= 1; g_f16++)
+            for (int i = 0; i < 4; i++)
+                linear_case(1, shapes[i][0], shapes[i][1], shapes[i][2]);
+        int64_t ws[2] = {9, 5}, out = 0, in = 0;
+        int packed = -1;
+        clf_tensor *w = tensor_poisoned(CLF_F32, 2, ws);
+        clf_linear_weights *lw = NULL;
+        CLF_OK(clf_linear_prepare(g_ctx, w, &lw));
+        clf_linear_weights_info(lw, &out, &in, &packed);
+        assert_true(out == 9 && in == 5 && packed == p);
+        clf_linear_weights_free(lw);
+        clf_tensor_free(w);
+    }
+    g_f16 = 0;
+    g_packed = 0;
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack));
+
+    int64_t ws[2] = {9, 5}, w3[3] = {1, 9, 5}, xs[2] = {4, 5}, x6[2] = {4, 6}, ys[2] = {4, 9};
+    clf_tensor *w = tensor_poisoned(CLF_F32, 2, ws), *w_3d = tensor_poisoned(CLF_F32, 3, w3);
+    clf_tensor *x = tensor_poisoned(CLF_F32, 2, xs), *xbad = tensor_poisoned(CLF_F32, 2, x6);
+    clf_tensor *y = tensor_poisoned(CLF_F32, 2, ys), *y2 = tensor_poisoned(CLF_F32, 2, xs);
+    clf_linear_weights *lw = (clf_linear_weights *)&lw, *sq = NULL;
+    assert_int_equal(clf_linear_prepare(NULL, w, &lw), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_linear_prepare(g_ctx, w, NULL), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_linear_prepare(g_ctx, NULL, &lw), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(lw);
+    assert_int_equal(clf_linear_prepare(g_ctx, w_3d, &lw), CLF_ERROR_SHAPE_MISMATCH);
+    assert_null(lw);
+    CLF_OK(clf_linear_prepare(g_ctx, w, &lw));
+    assert_int_equal(clf_linear_apply(g_ctx, x, NULL, NULL, CLF_ACT_IDENTITY, y),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_linear_apply(g_ctx, xbad, lw, NULL, CLF_ACT_IDENTITY, y),
+                     CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_linear_apply(g_ctx, x, lw, NULL, (clf_activation)99, y),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_linear_apply(g_ctx, x, lw, x, CLF_ACT_IDENTITY, y),
+                     CLF_ERROR_SHAPE_MISMATCH); /* a bias of 5 for 9 outputs */
+    /* a (5, 5) product in place: y must not be x */
+    int64_t sqs[2] = {5, 5};
+    clf_tensor *wsq = tensor_poisoned(CLF_F32, 2, sqs);
+    CLF_OK(clf_linear_prepare(g_ctx, wsq, &sq));
+    assert_int_equal(clf_linear_apply(g_ctx, y2, sq, NULL, CLF_ACT_IDENTITY, y2),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    if (pack) { /* packed, then the panel width changes: refused */
+        int64_t nv;
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.PK_NV", &nv));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PK_NV", nv == 1 ? 2 : 1));
+        assert_int_equal(clf_linear_apply(g_ctx, x, lw, NULL, CLF_ACT_IDENTITY, y),
+                         CLF_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clf_context_last_error(g_ctx), "pack them again"));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PK_NV", nv));
+    }
+    float *after = tensor_to_host(y);
+    for (int i = 0; i < 36; i++)
+        assert_true(isnan(after[i]));
+    free(after);
+    clf_linear_weights_free(lw);
+    clf_linear_weights_free(sq);
+    clf_linear_weights_free(NULL);
+    clf_tensor *ts[] = {w, w_3d, x, xbad, y, y2, wsq};
+    for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+        clf_tensor_free(ts[i]);
 }
 
 static void test_linear(void **state) {
@@ -316,9 +402,13 @@ static void test_linear_small_caps(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_linear),        cmocka_unit_test(test_linear_rows_kernel),
-        cmocka_unit_test(test_linear_packed), cmocka_unit_test(test_wg_caps),
-        cmocka_unit_test(test_linear_small),  cmocka_unit_test(test_linear_small_caps),
+        cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_rows_kernel),
+        cmocka_unit_test(test_linear_packed),
+        cmocka_unit_test(test_linear_prepared),
+        cmocka_unit_test(test_wg_caps),
+        cmocka_unit_test(test_linear_small),
+        cmocka_unit_test(test_linear_small_caps),
         cmocka_unit_test(test_linear_f16),
     };
     return HARNESS_RUN("linear", tests);

@@ -1,6 +1,9 @@
 /*
  * bench_kernels.cl — clformer-bench's device-peak kernels (clpeak-style).
  *   copy1/copy4/copy16: global memory copy with float, float4, float16 loads (bytes read+written)
+ *   read16: DRAM read bandwidth: RD float16 loads per work-item, one float written per work-item
+ *           (1 / (16 RD) of the bytes read); CONTIG 1 reads RD consecutive vectors (CPUs), 0
+ *           at a stride of the global size (neighbouring work-items neighbouring vectors: GPUs)
  *   fma_chains: fp32 multiply-add throughput, FCH chains of floatFW (built per shape)
  *   empty: kernel launch latency
  */
@@ -13,6 +16,21 @@ __kernel void copy4(const __global float4 *a, __global float4 *b) {
 }
 __kernel void copy16(const __global float16 *a, __global float16 *b) {
     b[get_global_id(0)] = a[get_global_id(0)];
+}
+#ifndef RD
+#define RD 16
+#endif
+#ifndef CONTIG
+#define CONTIG 1
+#endif
+__kernel void read16(const __global float16 *a, __global float *out) {
+    const size_t g = get_global_id(0), n = get_global_size(0);
+    float16 s = (float16)(0.0f);
+    for (int i = 0; i < RD; i++)
+        s += a[CONTIG ? g * RD + i : g + i * n];
+    const float8 h8 = s.lo + s.hi;
+    const float4 h4 = h8.lo + h8.hi;
+    out[g] = h4.x + h4.y + h4.z + h4.w;
 }
 
 /* fp32 multiply-add throughput: FCH independent chains of floatFW in named variables (an array

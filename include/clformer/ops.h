@@ -154,6 +154,26 @@ CLF_API clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, 
 CLF_API clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
                               const clf_tensor *bias, clf_activation act, clf_tensor *y);
 
+/* Weights prepared once for many clf_linear_apply calls, in the layout the device's fastest path
+ * reads: where the tunable linear.PACK is on (CPU devices) w is packed into panels of
+ * linear.PK_NV x linear.VW output columns for the register-blocked linear_packed kernel, the
+ * path clformer's own models take; elsewhere a copy of w, used as clf_linear uses it. w is
+ * (out, in), F32 or F16 (storage; the math is fp32), and may be freed after the call. Packed
+ * weights are tied to the panel tunables in force when prepared: clf_linear_apply refuses them
+ * once linear.PK_NV or linear.VW change. */
+typedef struct clf_linear_weights clf_linear_weights;
+CLF_API clf_status clf_linear_prepare(clf_context *ctx, const clf_tensor *w,
+                                      clf_linear_weights **out);
+/* y = act(x W^T + bias) with prepared weights: clf_linear's shapes and rules. */
+CLF_API clf_status clf_linear_apply(clf_context *ctx, const clf_tensor *x,
+                                    const clf_linear_weights *w, const clf_tensor *bias,
+                                    clf_activation act, clf_tensor *y);
+/* (out, in) of prepared weights; 1 when packed, 0 when kept as w. Any pointer may be NULL. */
+CLF_API void clf_linear_weights_info(const clf_linear_weights *w, int64_t *out, int64_t *in,
+                                     int *packed);
+/* Frees prepared weights; NULL is a no-op. */
+CLF_API void clf_linear_weights_free(clf_linear_weights *w);
+
 /* Where the GEMM parameters in force came from: "file:<path>", "builtin:<type>", or "clblast"
  * (CLBlast's own defaults). Owned by the context: valid until its next tune or its free. */
 CLF_API const char *clf_gemm_tuning_source(const clf_context *ctx);

@@ -8,6 +8,7 @@
 #include "../internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* The kernels' per-call define for the weights' dtype: NULL for F32 (the plain variant). */
 static const clf_defines k_half_weights = {1, {"WH"}, {1}};
@@ -122,6 +123,70 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     return clf_bias_act(ctx, y, bias, act, y);
 }
 
+struct clf_linear_weights {
+    clf_context *ctx;
+    clf_tensor *w; /* packed panels (3-D) or a copy of w (out, in) */
+    int64_t out, in;
+};
+
+clf_status clf_linear_prepare(clf_context *ctx, const clf_tensor *w, clf_linear_weights **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!out) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear weights: out is NULL");
+    *out = NULL;
+    clf_status st = check_weights(ctx, w, "w");
+    if (st != CLF_SUCCESS) return st;
+    if (w->ndim != 2) {
+        char sw[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "linear weights: w %s must be (out, in)",
+                         clf__shape_str(w, sw, sizeof(sw)));
+    }
+    clf_linear_weights *lw = calloc(1, sizeof(*lw));
+    if (!lw) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    lw->ctx = ctx;
+    lw->out = w->shape[0];
+    lw->in = w->shape[1];
+    if (clf__tun(ctx, CLF_T_LINEAR_PACK)) {
+        st = clf__linear_pack(ctx, w, &lw->w);
+    } else {
+        st = clf_tensor_create(ctx, w->dtype, 2, w->shape, &lw->w);
+        if (st == CLF_SUCCESS) st = clf_tensor_copy(lw->w, w);
+    }
+    if (st != CLF_SUCCESS) {
+        clf_linear_weights_free(lw);
+        return st;
+    }
+    *out = lw;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_linear_apply(clf_context *ctx, const clf_tensor *x, const clf_linear_weights *w,
+                            const clf_tensor *bias, clf_activation act, clf_tensor *y) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!w) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: prepared weights are NULL");
+    if (w->ctx != ctx)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "linear: prepared weights belong to another context");
+    if (w->w->ndim == 2) return clf_linear(ctx, x, w->w, bias, act, y);
+    if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
+    if (x && x == y) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
+    return clf__linear_packed(ctx, x, w->w, w->out, bias, act, y);
+}
+
+void clf_linear_weights_info(const clf_linear_weights *w, int64_t *out, int64_t *in, int *packed) {
+    if (out) *out = w ? w->out : 0;
+    if (in) *in = w ? w->in : 0;
+    if (packed) *packed = w && w->w->ndim == 3;
+}
+
+void clf_linear_weights_free(clf_linear_weights *w) {
+    if (!w) return;
+    clf_tensor_free(w->w);
+    free(w);
+}
+
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
     *packed = NULL;
     clf_status st = check_weights(ctx, w, "w");
@@ -152,6 +217,15 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     return CLF_SUCCESS;
 }
 
+int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows) {
+    const int64_t pk = clf__tun(ctx, CLF_T_LINEAR_PK_R);
+    if (rows >= pk || rows >= 8) return pk;
+    int64_t R = 1;
+    while (R * 2 <= rows)
+        R *= 2;
+    return R;
+}
+
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y) {
@@ -179,12 +253,14 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          (long long)wp->shape[2], (long long)pw);
     if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    if ((st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED, weight_defs(wp), 2, local, &k)) !=
-        CLF_SUCCESS)
-        return st;
-    const int64_t R = clf__tun(ctx, CLF_T_LINEAR_PK_R);
+    const int64_t R = clf__linear_packed_rows(ctx, rows);
+    const clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
+                              : R == 1                              ? CLF_K_LINEAR_PACKED_1
+                              : R == 2                              ? CLF_K_LINEAR_PACKED_2
+                                                                    : CLF_K_LINEAR_PACKED_4;
+    size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
+    if ((st = clf__kernel_fit(ctx, kid, weight_defs(wp), 2, local, &k)) != CLF_SUCCESS) return st;
     cl_mem bm = bias ? bias->mem : wp->mem;
     cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
            c_out = (cl_int)out;
@@ -193,6 +269,6 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                        &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
                        &c_out, (size_t)0);
     const size_t global[2] = {(size_t)((out + pw - 1) / pw), (size_t)((rows + R - 1) / R)};
-    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_PACKED, k, 2, global, local);
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, kid, k, 2, global, local);
     return st;
 }

@@ -31,6 +31,10 @@ typedef struct bench_peaks {
     double cl_fma_gflops;                       /* best OpenCL FMA variant */
     char cl_fma_variant[32];                    /* e.g. "float8 x 12 chains" */
     double native_fma_gflops, native_copy_gbps; /* plain C on the host CPU (CPU devices; else 0) */
+    /* DRAM read bandwidth (bytes read; a step of decoding reads its weights and writes almost
+     * nothing): the best of the OpenCL read16 kernels and, on CPU devices, a native read loop.
+     * read_gbps is the roof of "read" records. */
+    double read_gbps, cl_read_gbps, native_read_gbps;
     char native_isa[16];
     double llc_bytes;  /* the device's last-level (global memory) cache */
     double dram_bytes; /* bytes each way of the DRAM-sized copy (and of memory-bound op tensors) */
@@ -44,7 +48,8 @@ typedef struct bench_result {
     int ndim;
     int64_t shape[8];
     double ms, gflops, gbps, pct_peak;
-    const char *bound;   /* "memory" or "compute" */
+    const char *bound;   /* "memory" (reads and writes: the copy roof), "read" (reads only: the
+                          * read roof) or "compute" */
     int tuned;           /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
     char params[96];     /* GEMM: where the parameters came from */
     double mem_bytes;    /* device memory the call needed (attention), 0 if not reported */
@@ -79,6 +84,8 @@ int bench_start_times(const bench_opts *o, bench_peaks *p);
 int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r);
 /* GEMM records at the Transformer's shapes; tuned says which parameters are in force. */
 int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r);
+/* linear, gemv, gemv_f16: clf_linear_apply with prepared weights (ops.c). */
+int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Attention records: tiled vs naive at growing N, and the decode path. */
 int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Layer records: encoder_layer (FMA peak fraction, tokens/s) and decoder_step per context. */
@@ -97,6 +104,8 @@ int bench_ops_touch_all(clf_context *ctx);
  * ISA it has, and memcpy bandwidth (read + write bytes) of `bytes` each way. */
 double bench_native_fma_gflops(void);
 double bench_native_copy_gbps(size_t bytes);
+/* Bytes per second read by every online core summing `bytes` of memory, best of several runs. */
+double bench_native_read_gbps(size_t bytes);
 const char *bench_native_isa(void);
 
 void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r);

@@ -99,7 +99,7 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
     }
     if (!rc && want_decode) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
-        bench_result res = bench_result_make(decode_op, 4, sh, "memory");
+        bench_result res = bench_result_make(decode_op, 4, sh, "read");
         const int n = steps < 32 ? (int)steps : 32;
         res.ms = bench_median(t, n);
         res.context = P + steps / 2;

@@ -29,8 +29,9 @@ static void usage(FILE *f) {
                "  --quick         short run, every op still covered (about a minute on 2 cores)\n"
                "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,\n"
                "                  add_rmsnorm,rope,posenc,embedding_posenc,bias_gelu,swiglu,add,\n"
-               "                  gemm, attention_tiled, attention_naive, attention_decode,\n"
-               "                  attention_decode_f16, attention_gqa, attention_local,\n"
+               "                  gemm, linear, gemv, gemv_f16, attention_tiled,\n"
+               "                  attention_naive, attention_decode, attention_decode_f16,\n"
+               "                  attention_gqa, attention_local,\n"
                "                  encoder_layer, decoder_step, llm_prefill, llm_decode,\n"
                "                  llm_prefill_f16, llm_decode_f16, model_minilm,\n"
                "                  model_minilm_f16 ($CLF_MODEL_DIR, else models/all-MiniLM-L6-v2)\n"
@@ -222,6 +223,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
+    if (bench_linear_run(ctx, &o, &results)) goto done;
     if (bench_attention_run(ctx, &o, &results)) goto done;
     if (bench_model_run(ctx, &o, &results)) goto done;
     if (bench_llm_run(ctx, &o, &results)) goto done;

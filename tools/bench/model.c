@@ -230,7 +230,7 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
             break;
         }
         const int64_t sh[5] = {1, ctxlen, d, H, F};
-        bench_result res = bench_result_make("decoder_step", 5, sh, "memory");
+        bench_result res = bench_result_make("decoder_step", 5, sh, "read");
         res.ms = bench_median(t, samples);
         res.context = ctxlen;
         res.tokens_per_s = 1000.0 / res.ms;

@@ -332,12 +332,82 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
     return 0;
 }
 
+/* clf_linear_apply with prepared weights, the path clformer's models take (packed panels on CPUs):
+ *   linear: (M tokens, N outputs, K inputs) of the models in the bench: MiniLM's fused QKV, FFN
+ *           up and down at 32 x 128 tokens, the LLM's gate/up and down at a 512-token prompt;
+ *           FLOP/s against the FMA roof.
+ *   gemv, gemv_f16: one row through an (11008, 4096) weight (a 7B Llama's FFN; F32 180 MB, over
+ *           4x a 32 MiB last-level cache) and a (22016, 4096) F16 one of the same bytes: bytes
+ *           read against the read roof. */
+static const int64_t k_linear_shapes[][3] = {
+    {4096, 1152, 384}, {4096, 1536, 384}, {4096, 384, 1536}, {512, 2048, 768}, {512, 768, 2048}};
+
+static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, clf_dtype wdt,
+                         int64_t m, int64_t n, int64_t k, bench_results *r) {
+    bench_progress("op: %s %lldx%lldx%lld", op, (long long)m, (long long)n, (long long)k);
+    int bad = 0;
+    int64_t sx[2] = {m, k}, sw[2] = {n, k}, sy[2] = {m, n};
+    clf_tensor *x = make(ctx, CLF_F32, 2, sx, 0.01, &bad), *w = make(ctx, wdt, 2, sw, 0.01, &bad);
+    clf_tensor *y = make(ctx, CLF_F32, 2, sy, 0, &bad);
+    clf_linear_weights *lw = NULL;
+    clf_status st = bad ? CLF_ERROR_INTERNAL : clf_linear_prepare(ctx, w, &lw);
+    clf_tensor_free(w);
+    /* The first call builds the kernel; then the median of the samples. */
+    if (st == CLF_SUCCESS) st = clf_linear_apply(ctx, x, lw, NULL, CLF_ACT_IDENTITY, y);
+    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+    double t[16];
+    const int samples = o->quick ? 3 : 7;
+    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
+        const double t0 = bench_now_ms();
+        st = clf_linear_apply(ctx, x, lw, NULL, CLF_ACT_IDENTITY, y);
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        t[s] = bench_now_ms() - t0;
+    }
+    int packed = 0;
+    clf_linear_weights_info(lw, NULL, NULL, &packed);
+    clf_linear_weights_free(lw);
+    clf_tensor_free(x);
+    clf_tensor_free(y);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: %s: %s: %s\n", op, clf_strerror(st),
+                clf_context_last_error(ctx));
+        return 1;
+    }
+    const int64_t sh[3] = {m, n, k};
+    bench_result res = bench_result_make(op, 3, sh, m == 1 ? "read" : "compute");
+    res.ms = bench_median(t, samples);
+    res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
+    res.gbps = ((double)clf_dtype_size(wdt) * (double)(n * k) + 4.0 * (double)(m * k + m * n)) /
+               (res.ms * 1e6);
+    snprintf(res.note, sizeof(res.note), "%s weights, %s", wdt == CLF_F16 ? "F16" : "F32",
+             packed ? "packed panels" : "as given");
+    return bench_add_result(r, &res);
+}
+
+int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
+    if (bench_op_selected(o, "linear")) {
+        const size_t n = o->quick ? 3 : sizeof(k_linear_shapes) / sizeof(k_linear_shapes[0]);
+        for (size_t i = 0; i < n; i++)
+            if (linear_record(ctx, o, "linear", CLF_F32, k_linear_shapes[i][0],
+                              k_linear_shapes[i][1], k_linear_shapes[i][2], r))
+                return 1;
+    }
+    if (bench_op_selected(o, "gemv") && linear_record(ctx, o, "gemv", CLF_F32, 1, 11008, 4096, r))
+        return 1;
+    if (bench_op_selected(o, "gemv_f16") &&
+        linear_record(ctx, o, "gemv_f16", CLF_F16, 1, 22016, 4096, r))
+        return 1;
+    return 0;
+}
+
 void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
     for (size_t i = 0; i < r->n; i++) {
         bench_result *x = &r->items[i];
         if (strcmp(x->bound, "compute") == 0)
             x->pct_peak = p->fma_gflops > 0 ? 100.0 * x->gflops / p->fma_gflops : 0;
-        else if (x->pct_peak == 0 && x->gbps > 0) /* attention decode: K and V read once */
+        else if (strcmp(x->bound, "read") == 0) /* decoding: weights and caches read once */
+            x->pct_peak = p->read_gbps > 0 ? 100.0 * x->gbps / p->read_gbps : 0;
+        else if (x->pct_peak == 0 && x->gbps > 0)
             x->pct_peak = p->copy_gbps > 0 ? 100.0 * x->gbps / p->copy_gbps : 0;
     }
 }
@@ -352,7 +422,7 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
     bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
                    (long long)nq, (long long)nk, (long long)dh);
     const int64_t sh[5] = {b, h, nq, nk, dh};
-    bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "memory" : "compute");
+    bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "read" : "compute");
     const double flops = 4.0 * (double)(b * h * nq * nk * dh);
     const double io = 4.0 * (double)(2 * b * nq * h * dh) +
                       (double)clf_dtype_size(kvt) * (double)(2 * b * nk * kvh * dh);

@@ -125,6 +125,26 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
         if (cache[i] > p->cache_copy_gbps) p->cache_copy_gbps = cache[i];
     }
 
+    /* Reads: read16 over the DRAM-sized buffer, both orders, work-groups of 64 and 256. */
+    bench_progress("peaks: read bandwidth (DRAM: %.0f MiB)", (double)bytes / 1048576.0);
+    p->cl_read_gbps = 0;
+    for (int contig = 0; contig <= 1; contig++) {
+        char opts[48];
+        snprintf(opts, sizeof(opts), "-DRD=16 -DCONTIG=%d", contig);
+        if (build(ctx, "read16", opts, &kf)) goto fail;
+        CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
+        CHECK_CL(clSetKernelArg(kf, 1, sizeof(cl_mem), &b), "clSetKernelArg");
+        const size_t global = bytes / (64 * 16), locals[2] = {64, 256};
+        for (int l = 0; l < 2; l++) {
+            if (locals[l] > info.max_work_group_size || global % locals[l]) continue;
+            double ms = time_kernel(q, kf, global, &locals[l], 4, o->samples, 1);
+            double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
+            if (gbps > p->cl_read_gbps) p->cl_read_gbps = gbps;
+        }
+        clReleaseKernel(kf);
+        kf = NULL;
+    }
+
     /* FMA: every (vector width, chains) shape, the best kept. */
     bench_progress("peaks: fp32 FMA (9 kernel shapes)");
     p->cl_fma_gflops = 0;
@@ -158,16 +178,18 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
             }
     }
     /* The host CPU's own ceilings, for CPU devices (the OpenCL device runs on it). */
-    p->native_fma_gflops = p->native_copy_gbps = 0;
+    p->native_fma_gflops = p->native_copy_gbps = p->native_read_gbps = 0;
     p->native_isa[0] = '\0';
     if (info.type == CLF_DEVICE_CPU) {
         bench_progress("peaks: native C ceilings (%s FMA, memcpy %.0f MiB each way)",
                        bench_native_isa(), (double)bytes / 1048576.0);
         p->native_fma_gflops = bench_native_fma_gflops();
         p->native_copy_gbps = bench_native_copy_gbps(bytes);
+        p->native_read_gbps = bench_native_read_gbps(bytes);
         snprintf(p->native_isa, sizeof(p->native_isa), "%s", bench_native_isa());
     }
     p->copy_gbps = p->cl_copy_gbps > p->native_copy_gbps ? p->cl_copy_gbps : p->native_copy_gbps;
+    p->read_gbps = p->cl_read_gbps > p->native_read_gbps ? p->cl_read_gbps : p->native_read_gbps;
     p->fma_gflops =
         p->cl_fma_gflops > p->native_fma_gflops ? p->cl_fma_gflops : p->native_fma_gflops;
 

@@ -31,6 +31,10 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
            p->cl_copy_gbps, p->dram_bytes / 1048576.0, p->copy1_gbps, p->copy4_gbps,
            p->copy16_gbps);
     if (p->native_copy_gbps > 0) printf("    native memcpy     %8.2f GB/s\n", p->native_copy_gbps);
+    printf("  read roof (DRAM)    %8.2f GB/s  (bytes read; the ceiling of \"read\" records)\n",
+           p->read_gbps);
+    printf("    OpenCL read16     %8.2f GB/s\n", p->cl_read_gbps);
+    if (p->native_read_gbps > 0) printf("    native read       %8.2f GB/s\n", p->native_read_gbps);
     printf("    cache-resident    %8.2f GB/s  (last-level cache %.0f MiB; not a roof)\n",
            p->cache_copy_gbps, p->llc_bytes / 1048576.0);
     printf("  fp32 FMA roof       %8.2f GFLOP/s  (the records' compute ceiling)\n", p->fma_gflops);
@@ -89,6 +93,9 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
     cJSON_AddStringToObject(pk, "opencl_fma_variant", p->cl_fma_variant);
     cJSON_AddNumberToObject(pk, "native_fma_gflops", p->native_fma_gflops);
     cJSON_AddNumberToObject(pk, "native_copy_gbps", p->native_copy_gbps);
+    cJSON_AddNumberToObject(pk, "read_gbps", p->read_gbps);
+    cJSON_AddNumberToObject(pk, "opencl_read_gbps", p->cl_read_gbps);
+    cJSON_AddNumberToObject(pk, "native_read_gbps", p->native_read_gbps);
     cJSON_AddStringToObject(pk, "native_isa", p->native_isa);
     cJSON_AddNumberToObject(pk, "llc_bytes", p->llc_bytes);
     cJSON_AddNumberToObject(pk, "dram_copy_bytes", p->dram_bytes);
