@@ -78,23 +78,30 @@ linear_rows(const __global float *x,                              /* (total_rows
     x += row0 * (long)in;
     y += row0 * (long)out;
     floatV acc[SK_OPI][SK_ROWS];
+#pragma unroll
     for (int j = 0; j < SK_OPI; j++)
+#pragma unroll
         for (int r = 0; r < SK_ROWS; r++)
             acc[j][r] = (floatV)(0.0f);
     const int nv = in / VW;
     for (int c = l; c < nv; c += SK_LW) {
         floatV xv[SK_ROWS];
+#pragma unroll
         for (int r = 0; r < SK_ROWS; r++)
             xv[r] = r < rows ? VLOAD(c, x + r * (long)in) : (floatV)(0.0f);
+#pragma unroll
         for (int j = 0; j < SK_OPI; j++) {
             if (o0 + j >= out) break;
             const floatV wv = WLOADV(c, w + (long)(o0 + j) * in);
+#pragma unroll
             for (int r = 0; r < SK_ROWS; r++)
                 acc[j][r] = fma(xv[r], wv, acc[j][r]);
         }
     }
     float s[SK_OPI][SK_ROWS];
+#pragma unroll
     for (int j = 0; j < SK_OPI; j++)
+#pragma unroll
         for (int r = 0; r < SK_ROWS; r++)
             s[j][r] = HSUM(acc[j][r]);
     for (int i = nv * VW + l; i < in; i += SK_LW)
@@ -103,6 +110,7 @@ linear_rows(const __global float *x,                              /* (total_rows
                 s[j][r] = fma(x[r * (long)in + i], WLOAD((long)(o0 + j) * in + i, w), s[j][r]);
 #if SK_LW > 1
     __local float red[SK_LW];
+#pragma unroll
     for (int j = 0; j < SK_OPI; j++)
         for (int r = 0; r < SK_ROWS; r++) {
             red[l] = s[j][r];
@@ -193,13 +201,16 @@ static inline void packed_rows(const __global float *x, const int rows, const __
         }
     }
     const int o0 = b * pw;
+#pragma unroll
     for (int j = 0; j < PK_NV; j++) {
         const int c0 = o0 + j * VW;
         if (c0 >= out) break;
         const bool full = c0 + VW <= out;
         floatV bv = (floatV)(0.0f);
         if (has_bias && full) bv = VLOAD(0, bias + c0);
-        for (int r = 0; r < nr; r++) {
+#pragma unroll
+        for (int r = 0; r < R; r++) { /* constant indices into acc: it stays in registers */
+            if (r >= nr) break;
             __global float *yr = y + (long)(r0 + r) * out;
             if (full) {
                 VSTORE(act_v(acc[r][j] + bv, act), 0, yr + c0);
@@ -265,7 +276,9 @@ linear_tiled(const __global float *x,                              /* (rows, in)
     const int tid = ty * LT_WX + tx;
     const int o0 = (int)get_group_id(0) * LT_TN, r0 = (int)get_group_id(1) * LT_TM;
     float acc[LT_RM][LT_RN];
+#pragma unroll
     for (int i = 0; i < LT_RM; i++)
+#pragma unroll
         for (int j = 0; j < LT_RN; j++)
             acc[i][j] = 0.0f;
     for (int k0 = 0; k0 < in; k0 += LT_TK) {
@@ -282,19 +295,25 @@ linear_tiled(const __global float *x,                              /* (rows, in)
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < LT_TK; k++) {
             float a[LT_RM], b[LT_RN];
+#pragma unroll
             for (int i = 0; i < LT_RM; i++)
                 a[i] = xs[k][ty + i * LT_WY];
+#pragma unroll
             for (int j = 0; j < LT_RN; j++)
                 b[j] = ws[k][tx + j * LT_WX];
+#pragma unroll
             for (int i = 0; i < LT_RM; i++)
+#pragma unroll
                 for (int j = 0; j < LT_RN; j++)
                     acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* the tiles are read by all before the next overwrites */
     }
+#pragma unroll
     for (int i = 0; i < LT_RM; i++) {
         const int r = r0 + ty + i * LT_WY;
         if (r >= rows) break;
+#pragma unroll
         for (int j = 0; j < LT_RN; j++) {
             const int o = o0 + tx + j * LT_WX;
             if (o < out) y[(long)r * out + o] = act_s(acc[i][j] + (has_bias ? bias[o] : 0.0f), act);

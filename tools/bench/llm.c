@@ -4,7 +4,8 @@
  * FFN 2048, vocabulary 32000, untied head: 124 M parameters (the shape of
  * tools/bench_lm_torch.py, which times transformers on the same CPU).
  *   llm_prefill: one prompt of P tokens in one step: tokens/s and % of the FMA roof (2 flops per
- *                weight per token, plus attention's 4 P^2 / 2 Dh H per layer).
+ *                weight per token but the head's, which runs on the last token only, plus
+ *                attention's 4 P^2 / 2 Dh H per layer).
  *   llm_decode:  single-token steps after that prompt, each ending in the device argmax and a
  *                read of the id (what generation does): tokens/s, and the bytes a step must read
  *                (every weight but the embedding table once, plus the K/V cache) as % of the
@@ -82,7 +83,9 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         res.ms = bench_median(t, samples);
         const double attn = 2.0 * (double)P * (double)P * (double)(in.heads * in.head_dim) *
                             (double)in.layers; /* causal: half of 4 P^2 q per layer */
-        res.gflops = (2.0 * weights * (double)P + attn) / (res.ms * 1e6);
+        /* The (untied) head, V x d, runs on the last position only: the step returns one row
+         * of logits. */
+        res.gflops = (2.0 * (weights - V * d) * (double)P + 2.0 * V * d + attn) / (res.ms * 1e6);
         res.tokens_per_s = (double)P / (res.ms / 1000.0);
         snprintf(res.note, sizeof(res.note), "%.0f M parameters", (double)in.parameters / 1e6);
         rc = bench_add_result(r, &res);
