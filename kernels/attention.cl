@@ -96,7 +96,6 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
     int kvo[HG]; /* column of head h0 + g's K and V block (grouped-query: heads share one) */
     for (int g = 0; g < HG; g++) {
         kvo[g] = (h0 + g) / kv_group * DH;
-#pragma unroll
         for (int d = 0; d < NV; d++) {
             qv[g][d] = VLOAD(g * NV + d, qr) * (scale * M_LOG2E_F); /* log2-unit scores */
             acc[g][d] = (floatV)(0.0f);
@@ -114,7 +113,6 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             for (int jj = 0; jj < VW; jj++) {
                 const __global kvtype *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
                 floatV dot = qv[g][0] * KVLOAD(0, kr);
-#pragma unroll
                 for (int d = 1; d < NV; d++)
                     dot = fma(qv[g][d], KVLOAD(d, kr), dot);
                 sa[jj] = HSUM(dot);
@@ -124,7 +122,6 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             if (bm > m[g] + RESCALE) { /* lazy rescale; also the first tile (m is the sentinel) */
                 const float corr = exp2(m[g] - bm);
                 lv[g] *= corr;
-#pragma unroll
                 for (int d = 0; d < NV; d++)
                     acc[g][d] *= corr;
                 m[g] = bm;
@@ -134,7 +131,6 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             PRIV_VSTORE(p, pa);
             for (int jj = 0; jj < jn; jj++) {
                 const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
-#pragma unroll
                 for (int d = 0; d < NV; d++)
                     acc[g][d] = fma((floatV)(pa[jj]), KVLOAD(d, vr), acc[g][d]);
             }
@@ -147,13 +143,11 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
             pr[0] = m[g];
             pr[1] = l;
-#pragma unroll
             for (int d = 0; d < NV; d++)
                 VSTORE(acc[g][d], d, pr + 2);
         } else {
             __global float *orow = out + ((long)b * nq + i) * o_rstride + (h0 + g) * DH;
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
             for (int d = 0; d < NV; d++)
                 VSTORE(acc[g][d] * inv, d, orow);
         }
@@ -235,7 +229,6 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     floatV acc[QB][NV];
     float m[QB];
     floatV lv[QB];
-#pragma unroll
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
         lim[u] =
@@ -246,7 +239,6 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)
             qs[u][d] = qr[d] * (scale * M_LOG2E_F);
-#pragma unroll
         for (int d = 0; d < NV; d++)
             acc[u][d] = (floatV)(0.0f);
         m[u] = CLF_NEG_BIG;
@@ -261,16 +253,13 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         /* tiles wholly before every query's window are skipped (tiles stay VW-aligned) */
         for (int j0 = max(c0, lo_min / VW * VW); j0 < c1; j0 += VW) {
             floatV s[QB];
-#pragma unroll
             for (int u = 0; u < QB; u++)
                 s[u] = (floatV)(0.0f);
             for (int d = 0; d < DH; d++) {
                 const floatV kv = VLOAD(0, ktb + (long)j0 * DH + d * VW);
-#pragma unroll
                 for (int u = 0; u < QB; u++)
                     s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
             }
-#pragma unroll
             for (int u = 0; u < QB; u++) {
                 const intV visible = (IOTA + j0) < lim[u] && (IOTA + j0) >= lo[u];
                 const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
@@ -278,7 +267,6 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                 if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */
                     const float corr = exp2(m[u] - bm);
                     lv[u] *= corr;
-#pragma unroll
                     for (int d = 0; d < NV; d++)
                         acc[u][d] *= corr;
                     m[u] = bm;
@@ -291,10 +279,8 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
             const int jn = min(VW, lim_max - j0);
             for (int jj = 0; jj < jn; jj++) {
                 const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
-#pragma unroll
                 for (int d = 0; d < NV; d++) {
                     const floatV vv = KVLOAD(d, vr);
-#pragma unroll
                     for (int u = 0; u < QB; u++)
                         acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
                 }
@@ -302,12 +288,10 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-#pragma unroll
     for (int u = 0; u < QB && i0 + u < nq; u++) {
         __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;
         const float l = HSUM(lv[u]);
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
         for (int d = 0; d < NV; d++)
             VSTORE(acc[u][d] * inv, d, orow);
     }

@@ -87,7 +87,6 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
     const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
     const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
     floatV qv[NV], acc[NV];
-#pragma unroll
     for (int d = 0; d < NV; d++) {
         qv[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
         acc[d] = (floatV)(0.0f);
@@ -106,21 +105,18 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
         const int a = max(lo - j0, 0), e = min(lim - j0, jn); /* this query's keys of the tile */
         for (int jj = a; jj < e; jj++) {
             floatV dot = qv[0] * ks[jj][0];
-#pragma unroll
             for (int d = 1; d < NV; d++)
                 dot = fma(qv[d], ks[jj][d], dot);
             const float s = HSUM(dot);
             if (s > m + RESCALE) { /* lazy rescale; also the first key (m is the sentinel) */
                 const float corr = exp2(m - s);
                 l *= corr;
-#pragma unroll
                 for (int d = 0; d < NV; d++)
                     acc[d] *= corr;
                 m = s;
             }
             const float p = exp2(s - m);
             l += p;
-#pragma unroll
             for (int d = 0; d < NV; d++)
                 acc[d] = fma((floatV)(p), vs[jj][d], acc[d]);
         }
@@ -129,7 +125,6 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
     if (!active) return;
     __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
     for (int d = 0; d < NV; d++)
         VSTORE(acc[d] * inv, d, orow);
 }
@@ -167,7 +162,6 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         qs[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
     barrier(CLK_LOCAL_MEM_FENCE);
     float acc[ND];
-#pragma unroll
     for (int e = 0; e < ND; e++)
         acc[e] = 0.0f;
     float m = CLF_NEG_BIG, l = 0.0f; /* m: the same in every work-item; l: this one's keys */
@@ -177,7 +171,6 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         if (j < j_end) {
             const __global kvtype *kr = kb + (long)j * k_rstride;
             floatV dot = qs[0] * KVLOAD(0, kr);
-#pragma unroll
             for (int d = 1; d < NV; d++)
                 dot = fma(qs[d], KVLOAD(d, kr), dot);
             s = HSUM(dot);
@@ -186,7 +179,6 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         if (bm > m + RESCALE) {
             const float corr = exp2(m - bm);
             l *= corr;
-#pragma unroll
             for (int e = 0; e < ND; e++)
                 acc[e] *= corr;
             m = bm;
@@ -199,7 +191,6 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         for (int jj = 0; jj < jn; jj++) {
             const float pj = ps[jj];
             const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
-#pragma unroll
             for (int e = 0; e < ND; e++) {
                 const int d = t + e * WG;
                 if (d < DH) acc[e] = fma(pj, KVLOAD1(d, vr), acc[e]);
@@ -213,13 +204,11 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
             pr[0] = m;
             pr[1] = l;
         }
-#pragma unroll
         for (int e = 0; e < ND; e++)
             if (t + e * WG < DH) pr[2 + t + e * WG] = acc[e];
     } else {
         __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
         for (int e = 0; e < ND; e++)
             if (t + e * WG < DH) orow[t + e * WG] = acc[e] * inv;
     }
