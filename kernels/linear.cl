@@ -228,12 +228,12 @@ static inline void packed_rows(const __global float *x, const int rows, const __
     }
 }
 
-#define LINEAR_PACKED(name, R)                                                                 \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                         \
-        const __global float *x, const int rows, const __global wtype *wp,                     \
-        const __global float *bias, const int has_bias, const int act, __global float *y,     \
-        const int in, const int out) {                                                         \
-        packed_rows(x, rows, wp, bias, has_bias, act, y, in, out, (R));                        \
+#define LINEAR_PACKED(name, R)                                                                     \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
+        const __global float *x, const int rows, const __global wtype *wp,                         \
+        const __global float *bias, const int has_bias, const int act, __global float *y,          \
+        const int in, const int out) {                                                             \
+        packed_rows(x, rows, wp, bias, has_bias, act, y, in, out, (R));                            \
     }
 LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
