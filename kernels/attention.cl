@@ -62,8 +62,35 @@
 #ifndef RESCALE
 #define RESCALE 8.0f /* lazy rescaling threshold (log2 units), see below */
 #endif
+#ifndef UNROLL
+#define UNROLL 0 /* unroll loops over register arrays of at most this many vectors (0: none) */
+#endif
 
 #define NV (DH / VW)
+
+/* Loops over the private arrays (accumulators, scores) unrolled by pragma, so the arrays live
+ * in registers: PoCL 3.1 (LLVM 15) leaves them rolled and keeps the arrays on the stack, a load
+ * and a store around every multiply-add (perf annotate). Only where the arrays fit about the
+ * register file (UNROLL, per device: the ISA's vector registers): beyond it the unrolled code
+ * spills anyway, and compiles several times slower (every head size is a program). In
+ * attention_tiled_t, UNROLL_Q: loops over the QB queries (score vectors, running sums);
+ * UNROLL_T: loops over the NV vectors of the QB x NV accumulators. UNROLL_V: attention_tiled's
+ * loops over one head's NV vectors. */
+#if QB * NV <= UNROLL
+#define UNROLL_T _Pragma("unroll")
+#else
+#define UNROLL_T
+#endif
+#if QB <= UNROLL
+#define UNROLL_Q _Pragma("unroll")
+#else
+#define UNROLL_Q
+#endif
+#if NV <= UNROLL
+#define UNROLL_V _Pragma("unroll")
+#else
+#define UNROLL_V
+#endif
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
@@ -96,6 +123,7 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
     int kvo[HG]; /* column of head h0 + g's K and V block (grouped-query: heads share one) */
     for (int g = 0; g < HG; g++) {
         kvo[g] = (h0 + g) / kv_group * DH;
+        UNROLL_V
         for (int d = 0; d < NV; d++) {
             qv[g][d] = VLOAD(g * NV + d, qr) * (scale * M_LOG2E_F); /* log2-unit scores */
             acc[g][d] = (floatV)(0.0f);
@@ -113,6 +141,7 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             for (int jj = 0; jj < VW; jj++) {
                 const __global kvtype *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
                 floatV dot = qv[g][0] * KVLOAD(0, kr);
+                UNROLL_V
                 for (int d = 1; d < NV; d++)
                     dot = fma(qv[g][d], KVLOAD(d, kr), dot);
                 sa[jj] = HSUM(dot);
@@ -122,6 +151,7 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             if (bm > m[g] + RESCALE) { /* lazy rescale; also the first tile (m is the sentinel) */
                 const float corr = exp2(m[g] - bm);
                 lv[g] *= corr;
+                UNROLL_V
                 for (int d = 0; d < NV; d++)
                     acc[g][d] *= corr;
                 m[g] = bm;
@@ -131,6 +161,7 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             PRIV_VSTORE(p, pa);
             for (int jj = 0; jj < jn; jj++) {
                 const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
+                UNROLL_V
                 for (int d = 0; d < NV; d++)
                     acc[g][d] = fma((floatV)(pa[jj]), KVLOAD(d, vr), acc[g][d]);
             }
@@ -143,11 +174,13 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             __global float *pr = part + (((long)bh * nq + i) * splits + sp) * (DH + 2);
             pr[0] = m[g];
             pr[1] = l;
+            UNROLL_V
             for (int d = 0; d < NV; d++)
                 VSTORE(acc[g][d], d, pr + 2);
         } else {
             __global float *orow = out + ((long)b * nq + i) * o_rstride + (h0 + g) * DH;
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            UNROLL_V
             for (int d = 0; d < NV; d++)
                 VSTORE(acc[g][d] * inv, d, orow);
         }
@@ -229,6 +262,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     floatV acc[QB][NV];
     float m[QB];
     floatV lv[QB];
+    UNROLL_Q
     for (int u = 0; u < QB; u++) {
         const int i = min(i0 + u, nq - 1); /* past nq: a copy of the last query, never stored */
         lim[u] =
@@ -239,6 +273,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
         for (int d = 0; d < DH; d++)
             qs[u][d] = qr[d] * (scale * M_LOG2E_F);
+        UNROLL_T
         for (int d = 0; d < NV; d++)
             acc[u][d] = (floatV)(0.0f);
         m[u] = CLF_NEG_BIG;
@@ -253,13 +288,16 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         /* tiles wholly before every query's window are skipped (tiles stay VW-aligned) */
         for (int j0 = max(c0, lo_min / VW * VW); j0 < c1; j0 += VW) {
             floatV s[QB];
+            UNROLL_Q
             for (int u = 0; u < QB; u++)
                 s[u] = (floatV)(0.0f);
             for (int d = 0; d < DH; d++) {
                 const floatV kv = VLOAD(0, ktb + (long)j0 * DH + d * VW);
+                UNROLL_Q
                 for (int u = 0; u < QB; u++)
                     s[u] = fma((floatV)(qs[u][d]), kv, s[u]);
             }
+            UNROLL_Q
             for (int u = 0; u < QB; u++) {
                 const intV visible = (IOTA + j0) < lim[u] && (IOTA + j0) >= lo[u];
                 const floatV su = select((floatV)(CLF_NEG_BIG), s[u], visible);
@@ -267,6 +305,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                 if (bm > m[u] + RESCALE) { /* lazy rescale; also the first visible tile */
                     const float corr = exp2(m[u] - bm);
                     lv[u] *= corr;
+                    UNROLL_T
                     for (int d = 0; d < NV; d++)
                         acc[u][d] *= corr;
                     m[u] = bm;
@@ -279,8 +318,10 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
             const int jn = min(VW, lim_max - j0);
             for (int jj = 0; jj < jn; jj++) {
                 const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
+                UNROLL_T
                 for (int d = 0; d < NV; d++) {
                     const floatV vv = KVLOAD(d, vr);
+                    UNROLL_Q
                     for (int u = 0; u < QB; u++)
                         acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
                 }
@@ -288,11 +329,16 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    for (int u = 0; u < QB && i0 + u < nq; u++) {
-        __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;
-        const float l = HSUM(lv[u]);
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        for (int d = 0; d < NV; d++)
-            VSTORE(acc[u][d] * inv, d, orow);
+    UNROLL_Q
+    for (int u = 0; u < QB;
+         u++) { /* a constant trip count, so it unrolls: acc stays in registers */
+        if (i0 + u < nq) {
+            __global float *orow = out + ((long)b * nq + i0 + u) * o_rstride + h * DH;
+            const float l = HSUM(lv[u]);
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            UNROLL_T
+            for (int d = 0; d < NV; d++)
+                VSTORE(acc[u][d] * inv, d, orow);
+        }
     }
 }

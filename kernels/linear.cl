@@ -163,6 +163,7 @@ static inline void packed_rows(const __global float *x, const int rows, const __
     const int b = within / gm;
     const int r0 = (first + within % gm) * R;
     const int nr = min(R, rows - r0);
+    if (nr <= 0) return;                    /* never with the launch's grid; no barriers below */
     floatV acc[PK_R > 4 ? PK_R : 4][PK_NV]; /* R <= that in every kernel below */
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -170,51 +171,40 @@ static inline void packed_rows(const __global float *x, const int rows, const __
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
     const __global wtype *panel = wp + (long)b * in * pw;
-    const __global float *xr = x + (long)r0 * in;
-    if (nr == R) {
-        for (int k = 0; k < in; k++) {
-            floatV wv[PK_NV];
+    /* Rows past the last (a partial block) read the last row again: their sums are never
+     * stored, and the loop stays free of selects. */
+    const __global float *xr[PK_R > 4 ? PK_R : 4];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        xr[r] = x + (long)(r0 + min(r, nr - 1)) * in;
+    for (int k = 0; k < in; k++) {
+        floatV wv[PK_NV];
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++)
+            wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const floatV xs = (floatV)(xr[r][k]);
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
-                wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const floatV xs = (floatV)(xr[(long)r * in + k]);
-#pragma unroll
-                for (int j = 0; j < PK_NV; j++)
-                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
-            }
-        }
-    } else { /* the last, partial block of rows */
-        for (int k = 0; k < in; k++) {
-            floatV wv[PK_NV];
-#pragma unroll
-            for (int j = 0; j < PK_NV; j++)
-                wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const floatV xs = (floatV)(r < nr ? xr[(long)r * in + k] : 0.0f);
-#pragma unroll
-                for (int j = 0; j < PK_NV; j++)
-                    acc[r][j] = fma(xs, wv[j], acc[r][j]);
-            }
+                acc[r][j] = fma(xs, wv[j], acc[r][j]);
         }
     }
     const int o0 = b * pw;
+    /* Constant trip counts with guards (a loop with a break does not unroll), so acc is indexed
+     * by constants only and stays in registers. */
 #pragma unroll
     for (int j = 0; j < PK_NV; j++) {
         const int c0 = o0 + j * VW;
-        if (c0 >= out) break;
         const bool full = c0 + VW <= out;
         floatV bv = (floatV)(0.0f);
         if (has_bias && full) bv = VLOAD(0, bias + c0);
 #pragma unroll
-        for (int r = 0; r < R; r++) { /* constant indices into acc: it stays in registers */
-            if (r >= nr) break;
+        for (int r = 0; r < R; r++) {
             __global float *yr = y + (long)(r0 + r) * out;
-            if (full) {
+            if (r < nr && full) {
                 VSTORE(act_v(acc[r][j] + bv, act), 0, yr + c0);
-            } else {
+            } else if (r < nr && c0 < out) {
                 float t[VW];
 #if VW == 1
                 t[0] = acc[r][j];

@@ -284,11 +284,35 @@ clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns, uint64_t *
     return CLF_SUCCESS;
 }
 
+clf_status clf_context_profile_kernels(clf_context *ctx, clf_kernel_profile *out, size_t max,
+                                       size_t *n) {
+    if (!ctx || !n || (max > 0 && !out)) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!ctx->profiling)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "profiling is off: create the context with enable_profiling = 1");
+    size_t w = 0;
+    for (int i = 0; i < CLF_PROF_SLOTS; i++) {
+        if (ctx->prof_each_count[i] == 0) continue;
+        if (w < max) {
+            out[w].name = i == CLF_PROF_GEMM   ? "clblast_gemm"
+                          : i == CLF_PROF_COPY ? "buffer_copy"
+                                               : clf__kernel_defs[i].name;
+            out[w].ns = ctx->prof_each_ns[i];
+            out[w].count = ctx->prof_each_count[i];
+        }
+        w++;
+    }
+    *n = w;
+    return CLF_SUCCESS;
+}
+
 clf_status clf_context_profile_reset(clf_context *ctx) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     ctx->prof_ns = 0;
     ctx->prof_count = 0;
+    memset(ctx->prof_each_ns, 0, sizeof(ctx->prof_each_ns));
+    memset(ctx->prof_each_count, 0, sizeof(ctx->prof_each_count));
     return CLF_SUCCESS;
 }
 

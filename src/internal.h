@@ -57,6 +57,8 @@ typedef enum {
     CLF_K_SAMPLE,
     CLF_K_COUNT
 } clf_kernel_id;
+/* Profiling slots past the kernels: CLBlast's GEMMs, buffer copies (KV cache, rows). */
+enum { CLF_PROF_GEMM = CLF_K_COUNT, CLF_PROF_COPY, CLF_PROF_SLOTS };
 
 /* A kernel and its work-group shape. Dimension d of its local size is compiled into the kernel as
  * the -D macro wg_macro[d] (a reqd_work_group_size, local arrays, a reduction tree), or, when
@@ -227,6 +229,8 @@ struct clf_context {
 
     int profiling;
     uint64_t prof_ns, prof_count;
+    /* the same per kernel id, then CLBlast's GEMMs and buffer copies (clf__profile_event) */
+    uint64_t prof_each_ns[CLF_PROF_SLOTS], prof_each_count[CLF_PROF_SLOTS];
 
     int disk_cache;
     char *cache_dir;  /* owned; NULL when the disk cache is off */
@@ -336,8 +340,9 @@ void clf__drop_kernels(clf_context *ctx, clf_prog_id prog);
  * profiling, waits for it and adds its device time. local may be NULL. */
 clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint dims,
                        const size_t *global, const size_t *local);
-/* With profiling: waits for ev, adds its device time, releases it. */
-clf_status clf__profile_event(clf_context *ctx, cl_event ev);
+/* With profiling: waits for ev, adds its device time to the totals and to slot's (a kernel id,
+ * CLF_PROF_GEMM or CLF_PROF_COPY), releases it. */
+clf_status clf__profile_event(clf_context *ctx, cl_event ev, int slot);
 /* Maps a CLBlast status (OpenCL codes pass through) to a clf_status with a detail message. */
 clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a

@@ -300,10 +300,10 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
         return clf__cl_fail(ctx, err, what);
     }
     ctx->launches++;
-    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+    return ev ? clf__profile_event(ctx, ev, (int)id) : CLF_SUCCESS;
 }
 
-clf_status clf__profile_event(clf_context *ctx, cl_event ev) {
+clf_status clf__profile_event(clf_context *ctx, cl_event ev, int slot) {
     cl_ulong t0 = 0, t1 = 0;
     cl_int err = clWaitForEvents(1, &ev);
     if (err == CL_SUCCESS)
@@ -312,7 +312,12 @@ clf_status clf__profile_event(clf_context *ctx, cl_event ev) {
         err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, NULL);
     clReleaseEvent(ev);
     if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "kernel profiling");
-    ctx->prof_ns += (t1 > t0) ? (uint64_t)(t1 - t0) : 0;
+    const uint64_t ns = (t1 > t0) ? (uint64_t)(t1 - t0) : 0;
+    ctx->prof_ns += ns;
     ctx->prof_count++;
+    if (slot >= 0 && slot < CLF_PROF_SLOTS) {
+        ctx->prof_each_ns[slot] += ns;
+        ctx->prof_each_count[slot]++;
+    }
     return CLF_SUCCESS;
 }

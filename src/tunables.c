@@ -79,6 +79,7 @@ void clf__isa_defaults(const clf_device_info *info, int64_t *tunables) {
     tunables[CLF_T_LINEAR_PK_NV] = 2;
     tunables[CLF_T_ATTENTION_MAXVW] = w;
     tunables[CLF_T_ATTENTION_QB] = 12;
+    tunables[CLF_T_ATTENTION_UNROLL] = 32;
 }
 
 int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type) {

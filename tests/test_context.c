@@ -467,18 +467,47 @@ static void test_profiling(void **state) {
     CLF_OK(clf_tensor_fill(t, 1.0));
     CLF_OK(clf_softmax(ctx, t, t, NULL));
     CLF_OK(clf_softmax(ctx, t, t, NULL));
+    CLF_OK(clf_add(ctx, t, t, t));
     uint64_t ns = 0, count = 0;
     CLF_OK(clf_context_profile(ctx, &ns, &count));
-    assert_int_equal(count, 2);
+    assert_int_equal(count, 3);
     assert_true(ns > 0);
+    /* Per kernel: two entries, their times summing to the total. */
+    size_t n = 99;
+    CLF_OK(clf_context_profile_kernels(ctx, NULL, 0, &n));
+    assert_int_equal(n, 2);
+    clf_kernel_profile kp[3];
+    memset(kp, 0, sizeof(kp));
+    n = 0;
+    CLF_OK(clf_context_profile_kernels(ctx, kp, 1, &n)); /* room for one: the count stays 2 */
+    assert_int_equal(n, 2);
+    assert_non_null(kp[0].name);
+    assert_null(kp[1].name);
+    CLF_OK(clf_context_profile_kernels(ctx, kp, 3, &n));
+    assert_int_equal(n, 2);
+    uint64_t sum = 0, soft = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += kp[i].ns;
+        if (strstr(kp[i].name, "softmax"))
+            soft = kp[i].count;
+        else
+            assert_int_equal(kp[i].count, 1);
+    }
+    assert_int_equal(soft, 2);
+    assert_int_equal(sum, ns);
+    assert_int_equal(clf_context_profile_kernels(ctx, NULL, 3, &n), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_context_profile_kernels(ctx, kp, 3, NULL), CLF_ERROR_INVALID_ARGUMENT);
     CLF_OK(clf_context_profile_reset(ctx));
     CLF_OK(clf_context_profile(ctx, &ns, &count));
     assert_int_equal(count, 0);
+    CLF_OK(clf_context_profile_kernels(ctx, kp, 3, &n));
+    assert_int_equal(n, 0);
     clf_tensor_free(t);
     clf_context_free(ctx);
     /* Off by default. */
     uint64_t ns2;
     assert_int_equal(clf_context_profile(g_ctx, &ns2, NULL), CLF_ERROR_UNSUPPORTED);
+    assert_int_equal(clf_context_profile_kernels(g_ctx, NULL, 0, &n), CLF_ERROR_UNSUPPORTED);
 }
 
 static void test_kernel_dir_override(void **state) {

@@ -184,6 +184,17 @@ CLF_API clf_status clf_context_cache_stats(const clf_context *ctx, clf_cache_sta
 /* With enable_profiling: total device time of kernels run since the last reset, and how many. */
 CLF_API clf_status clf_context_profile(clf_context *ctx, uint64_t *kernel_ns,
                                        uint64_t *kernel_count);
+/* The same per kernel (its __kernel name; "clblast_gemm" for CLBlast's GEMMs, "buffer_copy"
+ * for buffer copies): fills out[0 .. min(max, *n) - 1] with every kernel run since the last
+ * reset, in a fixed order, and sets *n to how many there are (max 0 and out NULL: just count).
+ * Names are static strings. */
+typedef struct clf_kernel_profile {
+    const char *name;
+    uint64_t ns;    /* device time, CL_PROFILING_COMMAND_START to _END, summed */
+    uint64_t count; /* launches */
+} clf_kernel_profile;
+CLF_API clf_status clf_context_profile_kernels(clf_context *ctx, clf_kernel_profile *out,
+                                               size_t max, size_t *n);
 CLF_API clf_status clf_context_profile_reset(clf_context *ctx);
 
 /* Builds (through the context's program cache) a kernel from caller-provided OpenCL C source;

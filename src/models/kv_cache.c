@@ -52,7 +52,7 @@ clf_status clf__copy_rows(clf_context *ctx, const clf_rows_at *src, const clf_ro
                                                ctx->profiling ? &ev : NULL);
     if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clEnqueueCopyBufferRect (rows)");
     ctx->launches++;
-    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+    return ev ? clf__profile_event(ctx, ev, CLF_PROF_COPY) : CLF_SUCCESS;
 }
 
 clf_status clf__kv_cache_append(clf_context *ctx, clf_kv_cache *c, const clf_tensor *qkv,
@@ -70,5 +70,5 @@ clf_status clf__kv_cache_append(clf_context *ctx, clf_kv_cache *c, const clf_ten
                                                ctx->profiling ? &ev : NULL);
     if (err != CL_SUCCESS) return clf__cl_fail(ctx, err, "clEnqueueCopyBufferRect (KV cache)");
     ctx->launches++;
-    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+    return ev ? clf__profile_event(ctx, ev, CLF_PROF_COPY) : CLF_SUCCESS;
 }

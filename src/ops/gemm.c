@@ -99,7 +99,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
                                  batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched");
     }
     ctx->launches++;
-    return ev ? clf__profile_event(ctx, ev) : CLF_SUCCESS;
+    return ev ? clf__profile_event(ctx, ev, CLF_PROF_GEMM) : CLF_SUCCESS;
 }
 
 clf_status clf_matmul(clf_context *ctx, clf_transpose ta, clf_transpose tb, float alpha,

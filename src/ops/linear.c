@@ -169,9 +169,6 @@ clf_status clf_linear_apply(clf_context *ctx, const clf_tensor *x, const clf_lin
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "linear: prepared weights belong to another context");
     if (w->w->ndim == 2) return clf_linear(ctx, x, w->w, bias, act, y);
-    if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
-    if (x && x == y) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
     return clf__linear_packed(ctx, x, w->w, w->out, bias, act, y);
 }
 
@@ -233,6 +230,9 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
     if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
     if (st != CLF_SUCCESS) return st;
+    if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
+    if (x == y) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     char sx[96], sy[96];

@@ -18,6 +18,7 @@ typedef struct bench_opts {
     const char *ops;     /* comma-separated op names, NULL: all */
     const char *spec;    /* device spec */
     const char *tmp_dir; /* scratch folder for the cold/warm start caches */
+    int profile;         /* --profile: per-kernel device times (the context profiles) */
 } bench_opts;
 
 typedef struct bench_peaks {
@@ -75,8 +76,19 @@ extern const size_t clf_bench_count;
 
 double bench_now_ms(void);
 double bench_median(double *v, int n);
+/* Times call(ctx, arg), the one timing loop of the records: `warmups` calls (the first builds the
+ * kernels) and clf_context_finish, then `samples` samples of `batch` calls ending in
+ * clf_context_finish; t[s] gets sample s's milliseconds per call. Returns the first failure. */
+typedef clf_status (*bench_call_fn)(clf_context *ctx, void *arg);
+clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
+                            int samples, int batch, double *t);
 void bench_progress(const char *fmt, ...);
 int bench_op_selected(const bench_opts *o, const char *op);
+/* With --profile: prints to stdout the device time of each kernel run since the last report,
+ * per rep (reps > 0: e.g. per decoding step) against wall_ms of wall-clock time per rep (0: none
+ * known), then resets the counters. No-op without --profile. */
+void bench_profile_report(clf_context *ctx, const bench_opts *o, const char *what, int reps,
+                          double wall_ms);
 
 /* Each returns 0, or prints the error to stderr and returns 1. */
 int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p);

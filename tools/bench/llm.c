@@ -91,7 +91,9 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         rc = bench_add_result(r, &res);
     }
     /* decode: steps at context P .. P + steps, each with argmax and a read of the id */
+    bench_profile_report(ctx, o, prefill_op, 0, 0);
     for (int64_t i = 0; i < steps + 1 && !rc && want_decode; i++) {
+        if (i == 1) clf_context_profile_reset(ctx); /* with --profile: the timed steps only */
         const double t0 = bench_now_ms();
         int32_t next;
         s = clf_lm_state_step(st, one, NULL, logits);
@@ -112,6 +114,10 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         res.gflops = 2.0 * weights / (res.ms * 1e6);
         snprintf(res.note, sizeof(res.note), "%.0f MB read per token", bytes / 1e6);
         rc = bench_add_result(r, &res);
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += t[i];
+        bench_profile_report(ctx, o, decode_op, (int)steps, sum / n);
     }
     free(h);
     clf_tensor *ts[] = {ids, one, logits, am};

@@ -38,6 +38,9 @@ static void usage(FILE *f) {
                "  --all-devices   every device in turn, each with its own ceilings (simulators\n"
                "                  are left out; RUSTICL_ENABLE=llvmpipe adds rusticl's device)\n"
                "  --set NAME=V    override a kernel tunable (repeatable), e.g. softmax.WG=8\n"
+               "  --profile       time every kernel (each launch waits for the last, so the\n"
+               "                  records run slower) and print the device time per kernel\n"
+               "                  of each part of the run, and of one decoding step\n"
                "  --json FILE     write the results as JSON\n"
                "  --csv FILE      write the op results as CSV\n"
                "  --plot FILE     write a roofline of every op as SVG\n"
@@ -199,6 +202,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     ctx = NULL;
     if (start_times_in_child(&o, &peaks)) goto done;
     params.gemm_tuning = 1;
+    params.enable_profiling = o.profile;
     if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-bench: %s\n", msg.message);
         goto done;
@@ -221,11 +225,16 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     clf_context_device_info(ctx, &info);
     bench_progress("device: %s (%s)", info.name, info.platform_name);
     if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
+    bench_profile_report(ctx, &o, "ceilings", 0, 0);
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
+    bench_profile_report(ctx, &o, "row ops", 0, 0);
     if (bench_gemm_run(ctx, &o, 1, &results)) goto done;
     if (bench_linear_run(ctx, &o, &results)) goto done;
+    bench_profile_report(ctx, &o, "gemm and linear", 0, 0);
     if (bench_attention_run(ctx, &o, &results)) goto done;
+    bench_profile_report(ctx, &o, "attention", 0, 0);
     if (bench_model_run(ctx, &o, &results)) goto done;
+    bench_profile_report(ctx, &o, "models", 0, 0);
     if (bench_llm_run(ctx, &o, &results)) goto done;
     bench_gemm_finish(&peaks, &results);
     bench_print_table(&info, &peaks, &results);
@@ -254,6 +263,8 @@ int main(int argc, char **argv) {
             list = 1;
         else if (strcmp(a, "--quick") == 0)
             c.o.quick = 1;
+        else if (strcmp(a, "--profile") == 0)
+            c.o.profile = 1;
         else if (strcmp(a, "--all-devices") == 0)
             all = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

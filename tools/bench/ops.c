@@ -240,6 +240,15 @@ int bench_ops_touch_all(clf_context *ctx) {
     return 0;
 }
 
+typedef struct op_call {
+    op_fn fn;
+    op_args *a;
+} op_call;
+static clf_status run_op(clf_context *ctx, void *arg) {
+    const op_call *c = arg;
+    return c->fn(ctx, c->a);
+}
+
 int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, bench_results *r) {
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++) {
         const op_row *op = &k_ops[i];
@@ -251,20 +260,11 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         const op_size z = op->setup(ctx, (size_t)p->dram_bytes, &a, &bad);
         op_fn fn = op->run;
         bench_result res = bench_result_make(op->name, z.ndim, z.shape, "memory");
-        clf_status st = bad ? CLF_ERROR_INTERNAL : CLF_SUCCESS;
         double t[64];
         int samples = o->samples > 64 ? 64 : o->samples;
-        const int batch = 5;
-        for (int w = 0; w < 2 && st == CLF_SUCCESS; w++)
-            st = fn(ctx, &a); /* warm-up */
-        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-        for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
-            double t0 = bench_now_ms();
-            for (int b = 0; b < batch && st == CLF_SUCCESS; b++)
-                st = fn(ctx, &a);
-            if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-            t[s] = (bench_now_ms() - t0) / batch;
-        }
+        op_call call = {fn, &a};
+        clf_status st =
+            bad ? CLF_ERROR_INTERNAL : bench_time_calls(ctx, run_op, &call, 2, samples, 5, t);
         free_args(&a);
         if (st != CLF_SUCCESS) {
             fprintf(stderr, "clformer-bench: %s: %s: %s\n", op->name, clf_strerror(st),
@@ -288,6 +288,14 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
 static const int64_t k_gemm_shapes[][3] = {
     {1024, 1024, 1024}, {4096, 2048, 512}, {4096, 512, 2048}, {128, 512, 512}, {128, 2048, 512}};
 
+typedef struct gemm_call {
+    clf_tensor *a, *b, *c;
+} gemm_call;
+static clf_status run_gemm(clf_context *ctx, void *arg) {
+    gemm_call *g = arg;
+    return clf_matmul(ctx, CLF_NO_TRANS, CLF_TRANS, 1.0f, g->a, g->b, 0.0f, g->c);
+}
+
 int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r) {
     if (!bench_op_selected(o, "gemm")) return 0;
     const size_t n_shapes = o->quick ? 4 : sizeof(k_gemm_shapes) / sizeof(k_gemm_shapes[0]);
@@ -300,18 +308,12 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
         clf_tensor *a = make(ctx, CLF_F32, 2, sa, 0.01, &bad),
                    *b = make(ctx, CLF_F32, 2, sb, 0.01, &bad);
         clf_tensor *c = make(ctx, CLF_F32, 2, sc, 0, &bad);
-        clf_status st = bad ? CLF_ERROR_INTERNAL : CLF_SUCCESS;
         /* First call compiles; then the median of the samples (x W^T, as nn.Linear). */
-        if (st == CLF_SUCCESS) st = clf_matmul(ctx, CLF_NO_TRANS, CLF_TRANS, 1.0f, a, b, 0.0f, c);
-        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
         double t[16];
         int samples = o->quick ? 3 : 7;
-        for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
-            double t0 = bench_now_ms();
-            st = clf_matmul(ctx, CLF_NO_TRANS, CLF_TRANS, 1.0f, a, b, 0.0f, c);
-            if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-            t[s] = bench_now_ms() - t0;
-        }
+        gemm_call g = {a, b, c};
+        clf_status st =
+            bad ? CLF_ERROR_INTERNAL : bench_time_calls(ctx, run_gemm, &g, 1, samples, 1, t);
         clf_tensor_free(a);
         clf_tensor_free(b);
         clf_tensor_free(c);
@@ -342,6 +344,15 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
 static const int64_t k_linear_shapes[][3] = {
     {4096, 1152, 384}, {4096, 1536, 384}, {4096, 384, 1536}, {512, 2048, 768}, {512, 768, 2048}};
 
+typedef struct linear_call {
+    clf_tensor *x, *y;
+    clf_linear_weights *w;
+} linear_call;
+static clf_status run_linear(clf_context *ctx, void *arg) {
+    linear_call *l = arg;
+    return clf_linear_apply(ctx, l->x, l->w, NULL, CLF_ACT_IDENTITY, l->y);
+}
+
 static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, clf_dtype wdt,
                          int64_t m, int64_t n, int64_t k, bench_results *r) {
     bench_progress("op: %s %lldx%lldx%lld", op, (long long)m, (long long)n, (long long)k);
@@ -353,16 +364,10 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     clf_status st = bad ? CLF_ERROR_INTERNAL : clf_linear_prepare(ctx, w, &lw);
     clf_tensor_free(w);
     /* The first call builds the kernel; then the median of the samples. */
-    if (st == CLF_SUCCESS) st = clf_linear_apply(ctx, x, lw, NULL, CLF_ACT_IDENTITY, y);
-    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
     double t[16];
     const int samples = o->quick ? 3 : 7;
-    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
-        const double t0 = bench_now_ms();
-        st = clf_linear_apply(ctx, x, lw, NULL, CLF_ACT_IDENTITY, y);
-        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-        t[s] = bench_now_ms() - t0;
-    }
+    linear_call l = {x, y, lw};
+    if (st == CLF_SUCCESS) st = bench_time_calls(ctx, run_linear, &l, 1, samples, 1, t);
     int packed = 0;
     clf_linear_weights_info(lw, NULL, NULL, &packed);
     clf_linear_weights_free(lw);
@@ -416,6 +421,15 @@ void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
  * of dtype kvt (F16: a half-precision KV cache, half the bytes read); returns
  * 0 and fills res, or 1 on error. A naive call whose score matrix does not fit is recorded with
  * ms = 0 and a note. */
+typedef struct attention_call {
+    clf_tensor *q, *k, *v, *out;
+    const clf_attention_params *d;
+} attention_call;
+static clf_status run_attention(clf_context *ctx, void *arg) {
+    attention_call *a = arg;
+    return clf_attention(ctx, a->q, a->k, a->v, a->out, a->d);
+}
+
 static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, int naive,
                          int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t dh,
                          clf_dtype kvt, bench_results *r) {
@@ -441,15 +455,10 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
                  4.0 * (double)(b * h * nq * nk) / 1048576.0);
         st = CLF_SUCCESS;
     }
-    if (fits && st == CLF_SUCCESS) st = clf_context_finish(ctx);
     double t[16];
     int samples = !fits ? 0 : flops > 1e11 ? 1 : (o->quick ? 3 : 5);
-    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
-        double t0 = bench_now_ms();
-        st = clf_attention(ctx, q, k, v, out, &d);
-        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-        t[s] = bench_now_ms() - t0;
-    }
+    attention_call ac = {q, k, v, out, &d};
+    if (fits && st == CLF_SUCCESS) st = bench_time_calls(ctx, run_attention, &ac, 0, samples, 1, t);
     clf_tensor_free(q);
     clf_tensor_free(k);
     clf_tensor_free(v);

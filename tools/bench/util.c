@@ -27,6 +27,22 @@ double bench_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
+                            int samples, int batch, double *t) {
+    clf_status st = CLF_SUCCESS;
+    for (int w = 0; w < warmups && st == CLF_SUCCESS; w++)
+        st = call(ctx, arg);
+    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
+        const double t0 = bench_now_ms();
+        for (int b = 0; b < batch && st == CLF_SUCCESS; b++)
+            st = call(ctx, arg);
+        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
+        t[s] = (bench_now_ms() - t0) / batch;
+    }
+    return st;
+}
+
 void bench_progress(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -34,6 +50,40 @@ void bench_progress(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+static int by_time(const void *a, const void *b) {
+    const clf_kernel_profile *x = a, *y = b;
+    return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+void bench_profile_report(clf_context *ctx, const bench_opts *o, const char *what, int reps,
+                          double wall_ms) {
+    if (!o->profile) return;
+    clf_kernel_profile kp[64];
+    size_t n = 0;
+    uint64_t total = 0, count = 0;
+    if (clf_context_profile_kernels(ctx, kp, 64, &n) != CLF_SUCCESS ||
+        clf_context_profile(ctx, &total, &count) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: profile: %s\n", clf_context_last_error(ctx));
+        return;
+    }
+    if (n > 64) n = 64;
+    qsort(kp, n, sizeof(kp[0]), by_time);
+    const double per = reps > 0 ? (double)reps : 1.0;
+    const double kms = (double)total / 1e6 / per;
+    printf("profile: %s: %.3f ms of kernels in %.1f launches%s", what, kms, (double)count / per,
+           reps > 0 ? " per rep" : "");
+    if (wall_ms > 0)
+        printf(", wall %.3f ms (%.1f%% in kernels, %.3f ms between them)", wall_ms,
+               100.0 * kms / wall_ms, wall_ms - kms);
+    printf("\n");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-24s %9.3f ms %7.1f launches %5.1f%%  %8.1f us each\n", kp[i].name,
+               (double)kp[i].ns / 1e6 / per, (double)kp[i].count / per,
+               total ? 100.0 * (double)kp[i].ns / (double)total : 0.0,
+               (double)kp[i].ns / 1e3 / (double)kp[i].count);
+    clf_context_profile_reset(ctx);
 }
 
 int bench_op_selected(const bench_opts *o, const char *op) {
