@@ -343,6 +343,9 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
 /* With profiling: waits for ev, adds its device time to the totals and to slot's (a kernel id,
  * CLF_PROF_GEMM or CLF_PROF_COPY), releases it. */
 clf_status clf__profile_event(clf_context *ctx, cl_event ev, int slot);
+/* clf_tensor_write without waiting: host must stay unchanged until *ev (set) completes; the
+ * caller waits on and releases it. Later commands of the (in-order) queue see the data. */
+clf_status clf__tensor_write_async(clf_tensor *t, const void *host, size_t bytes, cl_event *ev);
 /* Maps a CLBlast status (OpenCL codes pass through) to a clf_status with a detail message. */
 clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a

@@ -24,7 +24,21 @@ struct clf_lm_state {
     clf_tensor *lens, *offs, *pos_ids;            /* (B, T), (B), (B, T) I32 */
     clf_tensor *last;                             /* (B, d) each sequence's last new row */
     int32_t *host_lens, *host_pos;                /* (B, T) staging */
+    int32_t *host_offs;                           /* (B) staging */
+    /* The last step's staging writes, not waited for (the queue is in order: the kernels after
+     * them see the data); the staging arrays change only after it completes. */
+    cl_event staged;
 };
+
+/* Waits for the last step's staging writes, so the staging arrays can change. */
+static clf_status wait_staged(clf_lm_state *s) {
+    if (!s->staged) return CLF_SUCCESS;
+    const cl_int err = clWaitForEvents(1, &s->staged);
+    clReleaseEvent(s->staged);
+    s->staged = NULL;
+    return err == CL_SUCCESS ? CLF_SUCCESS
+                             : clf__cl_fail(s->m->ctx, err, "lm step: staging writes");
+}
 
 /* ---------------------------------------------------------------- weights */
 
@@ -213,6 +227,7 @@ clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out) {
 /* ---------------------------------------------------------------- states */
 
 static void ws_free(clf_lm_state *s) {
+    wait_staged(s);
     clf_tensor *ts[] = {s->h,  s->x,   s->qkv,  s->att,     s->o,
                         s->up, s->mid, s->lens, s->pos_ids, s->last};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
@@ -232,6 +247,7 @@ void clf_lm_state_free(clf_lm_state *s) {
             clf_tensor_free(s->kv[i]);
     free(s->kv);
     clf_tensor_free(s->offs);
+    free(s->host_offs);
     free(s->lengths);
     free(s);
 }
@@ -259,8 +275,9 @@ clf_status clf_lm_state_create(const clf_lm *m, int64_t batch, int64_t max_len,
     s->batch = batch;
     s->max_len = max_len;
     s->lengths = calloc((size_t)batch, sizeof(int64_t));
+    s->host_offs = calloc((size_t)batch, sizeof(int32_t));
     s->kv = calloc((size_t)in->layers, sizeof(clf_tensor *));
-    if (!s->lengths || !s->kv) {
+    if (!s->lengths || !s->host_offs || !s->kv) {
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         goto fail;
     }
@@ -404,11 +421,12 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
     CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
     const int64_t B = s->batch, T = ids->shape[1], d = m->cfg.info.hidden_size;
     int64_t *nn = malloc(sizeof(int64_t) * (size_t)B);
-    int32_t *offs = malloc(sizeof(int32_t) * (size_t)B);
     clf_lm_ws ws;
-    clf_status st = nn && offs ? ws_ready(s, T, &ws)
-                               : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    clf_status st =
+        nn ? wait_staged(s) : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (st == CLF_SUCCESS) st = ws_ready(s, T, &ws);
     if (st != CLF_SUCCESS) goto done;
+    int32_t *offs = s->host_offs;
     /* Query t of sequence b sits at position length(b) + t and sees keys 0 .. length(b) + t;
      * padding rows (t >= n_new[b]) are clamped to the last real one, so they read only cached
      * keys and positions in range. */
@@ -423,9 +441,19 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
         }
         if (s->lengths[b] + nn[b] > ws.nk) ws.nk = s->lengths[b] + nn[b];
     }
-    CLF_CHECK(clf_tensor_write(&ws.lens, s->host_lens, sizeof(int32_t) * (size_t)(B * T)));
-    CLF_CHECK(clf_tensor_write(ws.offs, offs, sizeof(int32_t) * (size_t)B));
-    CLF_CHECK(clf_tensor_write(&ws.pos_ids, s->host_pos, sizeof(int32_t) * (size_t)(B * T)));
+    /* Three writes, none waited for: the step's first kernels queue behind them (a blocking
+     * write each was a round trip to the device per step). If one fails, the queue is drained:
+     * the staging arrays must not change under a write still in flight. */
+    st = clf__tensor_write_async(&ws.lens, s->host_lens, sizeof(int32_t) * (size_t)(B * T), NULL);
+    if (st == CLF_SUCCESS)
+        st = clf__tensor_write_async(ws.offs, offs, sizeof(int32_t) * (size_t)B, NULL);
+    if (st == CLF_SUCCESS)
+        st = clf__tensor_write_async(&ws.pos_ids, s->host_pos, sizeof(int32_t) * (size_t)(B * T),
+                                     &s->staged);
+    if (st != CLF_SUCCESS) {
+        clFinish(ctx->queue);
+        goto fail;
+    }
 
     const clf_lm_arch *arch = m->cfg.arch;
     CLF_CHECK(arch->embed(ctx, m, ids, &ws));
@@ -456,6 +484,5 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
 done:
 fail:
     free(nn);
-    free(offs);
     return st;
 }
