@@ -144,25 +144,24 @@ static clf_status check_transfer(const clf_tensor *t, const void *host, size_t b
     return CLF_SUCCESS;
 }
 
-clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
-    if (t) clf__clear_error(t->ctx);
+static clf_status write_buffer(clf_tensor *t, const void *host, size_t bytes, cl_bool blocking,
+                               cl_event *ev) {
     clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
     if (st != CLF_SUCCESS) return st;
     cl_int err =
         clf__fault(t->ctx, CLF_FAULT_TRANSFER)
             ? CL_OUT_OF_RESOURCES
-            : clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+            : clEnqueueWriteBuffer(t->ctx->queue, t->mem, blocking, 0, bytes, host, 0, NULL, ev);
     return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueWriteBuffer");
 }
 
+clf_status clf_tensor_write(clf_tensor *t, const void *host, size_t bytes) {
+    if (t) clf__clear_error(t->ctx);
+    return write_buffer(t, host, bytes, CL_TRUE, NULL);
+}
+
 clf_status clf__tensor_write_async(clf_tensor *t, const void *host, size_t bytes, cl_event *ev) {
-    clf_status st = check_transfer(t, host, bytes, "clf_tensor_write");
-    if (st != CLF_SUCCESS) return st;
-    cl_int err =
-        clf__fault(t->ctx, CLF_FAULT_TRANSFER)
-            ? CL_OUT_OF_RESOURCES
-            : clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_FALSE, 0, bytes, host, 0, NULL, ev);
-    return err == CL_SUCCESS ? CLF_SUCCESS : clf__cl_fail(t->ctx, err, "clEnqueueWriteBuffer");
+    return write_buffer(t, host, bytes, CL_FALSE, ev);
 }
 
 clf_status clf_tensor_read(const clf_tensor *t, void *host, size_t bytes) {
