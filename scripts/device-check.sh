@@ -72,7 +72,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CLF_SOURCE_DIR="$PWD" CLF_BENCH_PATH="$PWD/$dir/bin/clformer-bench"
-export XDG_CACHE_HOME="$work/cache" POCL_CACHE_DIR="$work/pocl-cache"
+# CLF_DEVCHECK_POCL_CACHE: a PoCL kernel cache to reuse (CI's dry run passes the PoCL suite's:
+# the same kernels, so the dry run checks the pack, not PoCL's compiler a second time).
+export XDG_CACHE_HOME="$work/cache" POCL_CACHE_DIR="${CLF_DEVCHECK_POCL_CACHE:-$work/pocl-cache}"
 if [ "$mode" = run ]; then
     # A bare library name is looked up where vendor drivers live, so the .icd names a full path.
     if [ "${icd_lib#/}" = "$icd_lib" ]; then
