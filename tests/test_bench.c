@@ -113,6 +113,7 @@ static void test_outputs(void **state) {
         assert_true(num(r, "ms") > 0);
         assert_true(num(r, "gbps") > 0);
         assert_true(num(r, "pct_peak") > 0);
+        assert_true(num(r, "roof_gbps") > 0); /* memory records: judged against a paired roof */
         (void)num(r, "gflops");
     }
     cJSON_Delete(root);

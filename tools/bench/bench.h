@@ -1,7 +1,7 @@
 /*
- * bench.h — clformer-bench internals: shared helpers (util.c), device peaks (peaks.c), op
- * benchmarks (ops.c), layers and models (model.c), output (report.c, plot.c), baselines
- * (compare.c), command line (main.c).
+ * bench.h — clformer-bench internals: shared helpers (util.c), device peaks (peaks.c), the timing
+ * loop and the roof measured alongside the records (timing.c), op benchmarks (ops.c), layers and
+ * models (model.c), output (report.c, plot.c), baselines (compare.c), command line (main.c).
  */
 #ifndef CLF_BENCH_H
 #define CLF_BENCH_H
@@ -12,6 +12,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The roof kernels run alongside memory-bound records (timing.c). */
+typedef struct bench_roof {
+    cl_command_queue q;
+    cl_kernel copy, read;
+    cl_mem a, b;
+    size_t bytes, copy_global, copy_local, read_global, read_local;
+} bench_roof;
+
 typedef struct bench_opts {
     int quick;           /* shorter runs, same coverage */
     int samples;         /* timed samples per measurement (median reported) */
@@ -19,6 +27,7 @@ typedef struct bench_opts {
     const char *spec;    /* device spec */
     const char *tmp_dir; /* scratch folder for the cold/warm start caches */
     int profile;         /* --profile: per-kernel device times (the context profiles) */
+    bench_roof *roof;    /* set once the peaks are measured: the roof of paired samples */
 } bench_opts;
 
 typedef struct bench_peaks {
@@ -36,6 +45,9 @@ typedef struct bench_peaks {
      * nothing): the best of the OpenCL read16 kernels and, on CPU devices, a native read loop.
      * read_gbps is the roof of "read" records. */
     double read_gbps, cl_read_gbps, native_read_gbps;
+    /* The winning OpenCL variants, which timing.c runs again beside the records. */
+    int copy_best_width, read_best_contig;
+    size_t copy_best_local, read_best_local;
     char native_isa[16];
     double llc_bytes;  /* the device's last-level (global memory) cache */
     double dram_bytes; /* bytes each way of the DRAM-sized copy (and of memory-bound op tensors) */
@@ -49,6 +61,9 @@ typedef struct bench_result {
     int ndim;
     int64_t shape[8];
     double ms, gflops, gbps, pct_peak;
+    double roof_gbps;    /* memory and read records: the median roof of the paired samples
+                          * (pct_peak is then the median per-pair ratio); 0: judged against
+                          * the peaks measured at the start */
     const char *bound;   /* "memory" (reads and writes: the copy roof), "read" (reads only: the
                           * read roof) or "compute" */
     int tuned;           /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
@@ -82,7 +97,20 @@ double bench_median(double *v, int n);
 typedef clf_status (*bench_call_fn)(clf_context *ctx, void *arg);
 clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
                             int samples, int batch, double *t);
+/* One sample of the roof kernels: GB/s of the copy (bytes read + written) and of the read. */
+typedef struct bench_roof_pair {
+    double copy_gbps, read_gbps;
+} bench_roof_pair;
+/* The mean of two roof samples by time (the harmonic mean of the rates); 0 where either is 0. */
+bench_roof_pair bench_roof_mean(bench_roof_pair a, bench_roof_pair b);
+/* bench_time_calls with a sample of o->roof before the first sample and after each: roof[s] is
+ * the mean of the two around sample s (zeros without a roof). */
+clf_status bench_time_paired(clf_context *ctx, const bench_opts *o, bench_call_fn call, void *arg,
+                             int warmups, int samples, int batch, double *t, bench_roof_pair *roof);
 void bench_progress(const char *fmt, ...);
+/* Builds kernel `name` of the embedded bench kernels with `options`; prints the log, returns 1
+ * on failure. */
+int bench_build_kernel(clf_context *ctx, const char *name, const char *options, cl_kernel *k);
 int bench_op_selected(const bench_opts *o, const char *op);
 /* With --profile: prints to stdout the device time of each kernel run since the last report,
  * per rep (reps > 0: e.g. per decoding step) against wall_ms of wall-clock time per rep (0: none
@@ -119,6 +147,19 @@ double bench_native_copy_gbps(size_t bytes);
 /* Bytes per second read by every online core summing `bytes` of memory, best of several runs. */
 double bench_native_read_gbps(size_t bytes);
 const char *bench_native_isa(void);
+
+/* timing.c: builds the winning copy and read kernels of p over two DRAM-sized buffers. */
+int bench_roof_init(clf_context *ctx, const bench_peaks *p, bench_roof *r);
+/* One launch of each roof kernel: *copy_gbps, *read_gbps (both 0 without a roof: r NULL or not
+ * initialized). Returns 1 if a launch failed. */
+int bench_roof_sample(bench_roof *r, double *copy_gbps, double *read_gbps);
+void bench_roof_free(bench_roof *r);
+/* Judges a record that reads rd bytes, writes wr bytes to memory it did not read and wi bytes in
+ * place over memory it read, against the paired roof samples: pct_peak is the median over the
+ * n pairs of the roof's time for those bytes over t[i] (ms), roof_gbps the median roof in GB/s
+ * (the bytes over the roof's time). Leaves res alone if no pair has a roof. */
+void bench_roof_judge(bench_result *res, double rd, double wr, double wi, const double *t,
+                      const bench_roof_pair *roof, int n);
 
 void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r);
 int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,

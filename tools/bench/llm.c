@@ -92,31 +92,42 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
     }
     /* decode: steps at context P .. P + steps, each with argmax and a read of the id */
     bench_profile_report(ctx, o, prefill_op, 0, 0);
+    /* The roof is sampled before the first timed step and after each (not with --profile). */
+    bench_roof_pair roof[32], before = {0, 0}, after = {0, 0};
+    const int paired = !o->profile;
     for (int64_t i = 0; i < steps + 1 && !rc && want_decode; i++) {
         if (i == 1) clf_context_profile_reset(ctx); /* with --profile: the timed steps only */
+        if (i == 1 && paired && bench_roof_sample(o->roof, &before.copy_gbps, &before.read_gbps))
+            rc = 1;
         const double t0 = bench_now_ms();
         int32_t next;
-        s = clf_lm_state_step(st, one, NULL, logits);
-        if (s == CLF_SUCCESS) s = clf_argmax(ctx, logits, am);
-        if (s == CLF_SUCCESS) s = clf_tensor_read(am, &next, sizeof(next));
+        s = rc ? CLF_SUCCESS : clf_lm_state_step(st, one, NULL, logits);
+        if (s == CLF_SUCCESS && !rc) s = clf_argmax(ctx, logits, am);
+        if (s == CLF_SUCCESS && !rc) s = clf_tensor_read(am, &next, sizeof(next));
         if (s != CLF_SUCCESS) rc = fail(ctx, decode_op, s);
-        if (i > 0) t[(i - 1) % 32] = bench_now_ms() - t0; /* the first is a warm-up */
+        if (i == 0 || rc) continue; /* the first is a warm-up */
+        t[(i - 1) % 32] = bench_now_ms() - t0;
+        if (paired && bench_roof_sample(o->roof, &after.copy_gbps, &after.read_gbps)) rc = 1;
+        roof[(i - 1) % 32] = bench_roof_mean(before, after);
+        before = after;
     }
     if (!rc && want_decode) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
         bench_result res = bench_result_make(decode_op, 4, sh, "read");
         const int n = steps < 32 ? (int)steps : 32;
-        res.ms = bench_median(t, n);
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += t[i];
         res.context = P + steps / 2;
-        res.tokens_per_s = 1000.0 / res.ms;
         const double bytes = esize * (weights + kv_row * (double)res.context);
+        /* before the median sorts t; a step writes its logits and one K/V row per layer */
+        if (!o->profile) bench_roof_judge(&res, bytes, 4.0 * V + esize * kv_row, 0, t, roof, n);
+        res.ms = bench_median(t, n);
+        res.tokens_per_s = 1000.0 / res.ms;
         res.gbps = bytes / (res.ms * 1e6);
         res.gflops = 2.0 * weights / (res.ms * 1e6);
         snprintf(res.note, sizeof(res.note), "%.0f MB read per token", bytes / 1e6);
         rc = bench_add_result(r, &res);
-        double sum = 0;
-        for (int i = 0; i < n; i++)
-            sum += t[i];
         bench_profile_report(ctx, o, decode_op, (int)steps, sum / n);
     }
     free(h);

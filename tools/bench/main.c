@@ -184,8 +184,10 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     int rc = 1;
     clf_context *ctx = NULL;
     bench_peaks peaks;
+    bench_roof roof;
     bench_results results = {0}, base = {0};
     memset(&peaks, 0, sizeof(peaks));
+    memset(&roof, 0, sizeof(roof));
     clf_error msg = {""};
     clf_context_params params = clf_context_default_params();
     params.device_spec = spec;
@@ -225,6 +227,8 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     clf_context_device_info(ctx, &info);
     bench_progress("device: %s (%s)", info.name, info.platform_name);
     if (bench_peaks_measure(ctx, &o, &peaks)) goto done;
+    if (bench_roof_init(ctx, &peaks, &roof)) goto done;
+    o.roof = &roof;
     bench_profile_report(ctx, &o, "ceilings", 0, 0);
     if (bench_ops_run(ctx, &o, &peaks, &results)) goto done;
     bench_profile_report(ctx, &o, "row ops", 0, 0);
@@ -244,6 +248,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (svg && bench_write_svg(svg, &info, &peaks, &results)) goto done;
     rc = 0;
 done:
+    bench_roof_free(&roof);
     clf_context_free(ctx);
     free(results.items);
     free(base.items);

@@ -18,16 +18,6 @@
         }                                                                                          \
     } while (0)
 
-static int build(clf_context *ctx, const char *name, const char *options, cl_kernel *k) {
-    clf_status st = clf_context_build_kernel(ctx, clf_bench_sources[0].text, options, name, k);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: building %s: %s\n%s\n", name, clf_strerror(st),
-                clf_context_last_error(ctx));
-        return 1;
-    }
-    return 0;
-}
-
 /* Time (ms) of one launch, from batches of `batch` launches each ended by clFinish: the median
  * of the samples, or the best one if `best` (a ceiling is the best the device can do). */
 static double time_kernel(cl_command_queue q, cl_kernel k, size_t global, const size_t *local,
@@ -49,9 +39,11 @@ static double time_kernel(cl_command_queue q, cl_kernel k, size_t global, const 
 }
 
 /* Best copy bandwidth (read + write bytes) of `size` bytes each way from a to b: float, float4
- * and float16 loads, work-groups of 64, 256 and 1024. out[3]: per load width. */
+ * and float16 loads, work-groups of 64, 256 and 1024. out[3]: per load width; *width and *local
+ * (either may be NULL): the winner's. */
 static int copy_best(clf_context *ctx, const bench_opts *o, cl_kernel kc[3], cl_mem a, cl_mem b,
-                     size_t size, double out[3]) {
+                     size_t size, double out[3], int *width, size_t *local) {
+    double best = 0;
     cl_command_queue q = clf_context_cl_queue(ctx);
     clf_device_info info;
     clf_context_device_info(ctx, &info);
@@ -66,6 +58,11 @@ static int copy_best(clf_context *ctx, const bench_opts *o, cl_kernel kc[3], cl_
             double ms = time_kernel(q, kc[i], global, &locals[l], 4, o->samples, 1);
             double gbps = ms > 0 ? 2.0 * (double)size / (ms * 1e6) : 0;
             if (gbps > out[i]) out[i] = gbps;
+            if (gbps > best) {
+                best = gbps;
+                if (width) *width = (int)widths[i];
+                if (local) *local = locals[l];
+            }
         }
     }
     return 0;
@@ -112,9 +109,12 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     bench_progress("peaks: copy bandwidth (DRAM: %.0f MiB each way; cache: %.0f MiB)",
                    (double)bytes / 1048576.0, (double)cache_size / 1048576.0);
     for (int i = 0; i < 3; i++)
-        if (build(ctx, names[i], "", &kc[i])) goto fail;
+        if (bench_build_kernel(ctx, names[i], "", &kc[i])) goto fail;
     double dram[3], cache[3];
-    if (copy_best(ctx, o, kc, a, b, bytes, dram) || copy_best(ctx, o, kc, a, b, cache_size, cache))
+    p->copy_best_width = 1;
+    p->copy_best_local = 64;
+    if (copy_best(ctx, o, kc, a, b, bytes, dram, &p->copy_best_width, &p->copy_best_local) ||
+        copy_best(ctx, o, kc, a, b, cache_size, cache, NULL, NULL))
         goto fail;
     p->copy1_gbps = dram[0];
     p->copy4_gbps = dram[1];
@@ -128,10 +128,12 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
     /* Reads: read16 over the DRAM-sized buffer, both orders, work-groups of 64 and 256. */
     bench_progress("peaks: read bandwidth (DRAM: %.0f MiB)", (double)bytes / 1048576.0);
     p->cl_read_gbps = 0;
+    p->read_best_contig = 1;
+    p->read_best_local = 64;
     for (int contig = 0; contig <= 1; contig++) {
         char opts[48];
         snprintf(opts, sizeof(opts), "-DRD=16 -DCONTIG=%d", contig);
-        if (build(ctx, "read16", opts, &kf)) goto fail;
+        if (bench_build_kernel(ctx, "read16", opts, &kf)) goto fail;
         CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
         CHECK_CL(clSetKernelArg(kf, 1, sizeof(cl_mem), &b), "clSetKernelArg");
         const size_t global = bytes / (64 * 16), locals[2] = {64, 256};
@@ -139,7 +141,11 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
             if (locals[l] > info.max_work_group_size || global % locals[l]) continue;
             double ms = time_kernel(q, kf, global, &locals[l], 4, o->samples, 1);
             double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
-            if (gbps > p->cl_read_gbps) p->cl_read_gbps = gbps;
+            if (gbps > p->cl_read_gbps) {
+                p->cl_read_gbps = gbps;
+                p->read_best_contig = contig;
+                p->read_best_local = locals[l];
+            }
         }
         clReleaseKernel(kf);
         kf = NULL;
@@ -157,7 +163,7 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
             for (int h = 0; h < 3; h++) {
                 char opts[64];
                 snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d", fws[w], fchs[h]);
-                if (build(ctx, "fma_chains", opts, &kf)) goto fail;
+                if (bench_build_kernel(ctx, "fma_chains", opts, &kf)) goto fail;
                 float fa = 0.999999f, fb = 1e-7f;
                 /* 32768 lane-FMAs per chain: shorter runs under-read the peak on PoCL (thread
                  * start-up) */
@@ -227,7 +233,7 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
 
     /* Launch latency: an empty kernel queued back to back, and with clFinish after each. */
     bench_progress("peaks: launch latency");
-    if (build(ctx, "empty", "", &ke)) goto fail;
+    if (bench_build_kernel(ctx, "empty", "", &ke)) goto fail;
     CHECK_CL(clSetKernelArg(ke, 0, sizeof(cl_mem), &a), "clSetKernelArg");
     {
         size_t global = 1, local = 1;

@@ -56,8 +56,10 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
         const bench_result *x = &r->items[i];
         char s[64] = "";
         shape_str(x, s, sizeof(s));
-        printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s%s%s)\n", x->op, s, x->ms, x->gbps,
-               x->gflops, x->pct_peak, x->bound,
+        char roof[48] = "";
+        if (x->roof_gbps > 0) snprintf(roof, sizeof(roof), " of %.1f GB/s alongside", x->roof_gbps);
+        printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s%s%s%s)\n", x->op, s, x->ms, x->gbps,
+               x->gflops, x->pct_peak, x->bound, roof,
                x->tuned == 1   ? ", tuned: "
                : x->tuned == 0 ? ", CLBlast defaults"
                                : "",
@@ -118,6 +120,7 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON_AddNumberToObject(o, "gflops", x->gflops);
         cJSON_AddNumberToObject(o, "gbps", x->gbps);
         cJSON_AddNumberToObject(o, "pct_peak", x->pct_peak);
+        if (x->roof_gbps > 0) cJSON_AddNumberToObject(o, "roof_gbps", x->roof_gbps);
         cJSON_AddStringToObject(o, "bound", x->bound);
         if (x->mem_bytes > 0) cJSON_AddNumberToObject(o, "mem_bytes", x->mem_bytes);
         if (x->note[0]) cJSON_AddStringToObject(o, "note", x->note);
@@ -152,17 +155,17 @@ int bench_write_csv(const char *path, const bench_results *r) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);
         return 1;
     }
-    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound,tuned,tokens_per_s,context\n");
+    fprintf(f, "op,shape,ms,gflops,gbps,pct_peak,bound,tuned,tokens_per_s,context,roof_gbps\n");
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
         char s[64] = "";
         shape_str(x, s, sizeof(s));
-        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s,%s,%.2f,%lld\n", x->op, s, x->ms, x->gflops,
+        fprintf(f, "%s,%s,%.6f,%.4f,%.4f,%.2f,%s,%s,%.2f,%lld,%.2f\n", x->op, s, x->ms, x->gflops,
                 x->gbps, x->pct_peak, x->bound,
                 x->tuned == 1   ? "yes"
                 : x->tuned == 0 ? "no"
                                 : "",
-                x->tokens_per_s, (long long)x->context);
+                x->tokens_per_s, (long long)x->context, x->roof_gbps);
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "clformer-bench: cannot write '%s'\n", path);

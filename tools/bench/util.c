@@ -27,20 +27,14 @@ double bench_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
-                            int samples, int batch, double *t) {
-    clf_status st = CLF_SUCCESS;
-    for (int w = 0; w < warmups && st == CLF_SUCCESS; w++)
-        st = call(ctx, arg);
-    if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-    for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
-        const double t0 = bench_now_ms();
-        for (int b = 0; b < batch && st == CLF_SUCCESS; b++)
-            st = call(ctx, arg);
-        if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-        t[s] = (bench_now_ms() - t0) / batch;
+int bench_build_kernel(clf_context *ctx, const char *name, const char *options, cl_kernel *k) {
+    clf_status st = clf_context_build_kernel(ctx, clf_bench_sources[0].text, options, name, k);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: building %s: %s\n%s\n", name, clf_strerror(st),
+                clf_context_last_error(ctx));
+        return 1;
     }
-    return st;
+    return 0;
 }
 
 void bench_progress(const char *fmt, ...) {
