@@ -121,7 +121,7 @@ static clf_status tiled_t(clf_context *ctx, const clf_tensor *q, const clf_tenso
                        sizeof(cl_int), &c_nkp, sizeof(cl_int), &kv_heads, sizeof(cl_long), &kb,
                        sizeof(cl_int), &kr, sizeof(cl_int), &kc, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t tg[2] = {clf__round_up((size_t)nkp, tl[0]), (size_t)(s->batch * s->kv_heads)};
+    size_t tg[2] = {clf__round_up((size_t)(nkp / vw), tl[0]), (size_t)(s->batch * s->kv_heads)};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION_TRANSPOSE, ktr, 2, tg, tl)) != CLF_SUCCESS)
         return st;
     st = clf__set_args(ctx, kat, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &kt, sizeof(cl_mem),
