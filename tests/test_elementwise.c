@@ -3,7 +3,7 @@
  * the double reference.
  *
  * Error bound: |err| <= 1e-7 + 2^-21 * (|want| + |x + bias|). The add rounds once (1/2 ulp); the
- * erf error (builtin <= 16 ulp; polynomial <= 1.5e-7 absolute plus rounding) enters multiplied
+ * erf error (builtin <= 16 ulp; activation.cl's rational <= 3.4e-7 absolute) enters multiplied
  * by 0.5 |x|, so it is bounded relative to |x + bias| rather than to the (possibly tiny) result;
  * GELU (tanh) as x / (1 + e^(-2u)) and SiLU as x / (1 + e^(-x)) are within a few ulp of the
  * result. The gated activation multiplies that by up (one more rounding): the bound scales by
