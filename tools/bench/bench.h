@@ -15,9 +15,11 @@
 /* The roof kernels run alongside memory-bound records (timing.c). */
 typedef struct bench_roof {
     cl_command_queue q;
-    cl_kernel copy, read;
+    cl_kernel copy, read, fma;
     cl_mem a, b;
-    size_t bytes, copy_global, copy_local, read_global, read_local;
+    size_t bytes, copy_global, copy_local, read_global, read_local, fma_global, fma_local;
+    double fma_flops; /* per launch of fma */
+    int native;       /* CPU device: the compute roof is also sampled with the native loop */
 } bench_roof;
 
 typedef struct bench_opts {
@@ -46,7 +48,7 @@ typedef struct bench_peaks {
      * read_gbps is the roof of "read" records. */
     double read_gbps, cl_read_gbps, native_read_gbps;
     /* The winning OpenCL variants, which timing.c runs again beside the records. */
-    int copy_best_width, read_best_contig;
+    int copy_best_width, read_best_contig, fma_best_width, fma_best_chains;
     size_t copy_best_local, read_best_local;
     char native_isa[16];
     double llc_bytes;  /* the device's last-level (global memory) cache */
@@ -64,6 +66,7 @@ typedef struct bench_result {
     double roof_gbps;    /* memory and read records: the median roof of the paired samples
                           * (pct_peak is then the median per-pair ratio); 0: judged against
                           * the peaks measured at the start */
+    double roof_gflops;  /* compute records: the same with the FMA roof */
     const char *bound;   /* "memory" (reads and writes: the copy roof), "read" (reads only: the
                           * read roof) or "compute" */
     int tuned;           /* GEMM: 1 tuned parameters in force, 0 CLBlast's defaults; -1 other ops */
@@ -97,16 +100,20 @@ double bench_median(double *v, int n);
 typedef clf_status (*bench_call_fn)(clf_context *ctx, void *arg);
 clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
                             int samples, int batch, double *t);
-/* One sample of the roof kernels: GB/s of the copy (bytes read + written) and of the read. */
+/* One sample of the roofs: GB/s of the copy (bytes read + written) and of the read, or GFLOP/s
+ * of the FMA kernel (on CPU devices the better of it and the native loop), as
+ * bench_roof_sample's kind asks. */
 typedef struct bench_roof_pair {
-    double copy_gbps, read_gbps;
+    double copy_gbps, read_gbps, fma_gflops;
 } bench_roof_pair;
+typedef enum { BENCH_ROOF_MEMORY, BENCH_ROOF_COMPUTE } bench_roof_kind;
 /* The mean of two roof samples by time (the harmonic mean of the rates); 0 where either is 0. */
 bench_roof_pair bench_roof_mean(bench_roof_pair a, bench_roof_pair b);
-/* bench_time_calls with a sample of o->roof before the first sample and after each: roof[s] is
- * the mean of the two around sample s (zeros without a roof). */
+/* bench_time_calls with a sample of o->roof (of `kind`) before the first sample and after each:
+ * roof[s] is the mean of the two around sample s (zeros without a roof). */
 clf_status bench_time_paired(clf_context *ctx, const bench_opts *o, bench_call_fn call, void *arg,
-                             int warmups, int samples, int batch, double *t, bench_roof_pair *roof);
+                             int warmups, int samples, int batch, bench_roof_kind kind, double *t,
+                             bench_roof_pair *roof);
 void bench_progress(const char *fmt, ...);
 /* Builds kernel `name` of the embedded bench kernels with `options`; prints the log, returns 1
  * on failure. */
@@ -143,6 +150,8 @@ int bench_ops_touch_all(clf_context *ctx);
 /* The CPU's own ceilings in plain C (native.c): fp32 FMA rate on every online core in the widest
  * ISA it has, and memcpy bandwidth (read + write bytes) of `bytes` each way. */
 double bench_native_fma_gflops(void);
+/* One short run of the same loop (a few ms): the compute roof measured alongside a record. */
+double bench_native_fma_sample(void);
 double bench_native_copy_gbps(size_t bytes);
 /* Bytes per second read by every online core summing `bytes` of memory, best of several runs. */
 double bench_native_read_gbps(size_t bytes);
@@ -150,9 +159,9 @@ const char *bench_native_isa(void);
 
 /* timing.c: builds the winning copy and read kernels of p over two DRAM-sized buffers. */
 int bench_roof_init(clf_context *ctx, const bench_peaks *p, bench_roof *r);
-/* One launch of each roof kernel: *copy_gbps, *read_gbps (both 0 without a roof: r NULL or not
- * initialized). Returns 1 if a launch failed. */
-int bench_roof_sample(bench_roof *r, double *copy_gbps, double *read_gbps);
+/* One sample of the roofs of `kind` into *out (zeros without a roof: r NULL or not initialized).
+ * Returns 1 if a launch failed. */
+int bench_roof_sample(bench_roof *r, bench_roof_kind kind, bench_roof_pair *out);
 void bench_roof_free(bench_roof *r);
 /* Judges a record that reads rd bytes, writes wr bytes to memory it did not read and wi bytes in
  * place over memory it read, against the paired roof samples: pct_peak is the median over the
@@ -160,6 +169,10 @@ void bench_roof_free(bench_roof *r);
  * (the bytes over the roof's time). Leaves res alone if no pair has a roof. */
 void bench_roof_judge(bench_result *res, double rd, double wr, double wi, const double *t,
                       const bench_roof_pair *roof, int n);
+/* The same for a compute record of `flops` per call: pct_peak the median of flops / t[i] over the
+ * paired FMA roof, roof_gflops the median roof. */
+void bench_roof_judge_compute(bench_result *res, double flops, const double *t,
+                              const bench_roof_pair *roof, int n);
 
 void bench_print_table(const clf_device_info *d, const bench_peaks *p, const bench_results *r);
 int bench_write_json(const char *path, const clf_device_info *d, const bench_peaks *p,

@@ -9,7 +9,7 @@
  *   llm_decode:  single-token steps after that prompt, each ending in the device argmax and a
  *                read of the id (what generation does): tokens/s, and the bytes a step must read
  *                (every weight but the embedding table once, plus the K/V cache) as % of the
- *                copy roof.
+ *                read roof.
  *   llm_prefill_f16, llm_decode_f16: the same with F16 weights and an F16 KV cache
  *                (clf_lm_info.weight_dtype, cache_dtype): half the bytes a step reads.
  */
@@ -22,6 +22,17 @@ static int fail(clf_context *ctx, const char *what, clf_status st) {
     fprintf(stderr, "clformer-bench: %s: %s: %s\n", what, clf_strerror(st),
             clf_context_last_error(ctx));
     return 1;
+}
+
+typedef struct prefill_call {
+    clf_lm_state *st;
+    clf_tensor *ids, *logits;
+} prefill_call;
+static clf_status run_prefill(clf_context *ctx, void *arg) {
+    const prefill_call *c = arg;
+    (void)ctx;
+    clf_status s = clf_lm_state_reset(c->st);
+    return s != CLF_SUCCESS ? s : clf_lm_state_step(c->st, c->ids, NULL, c->logits);
 }
 
 /* Both records of one storage dtype (F32 or F16 weights and cache). */
@@ -64,28 +75,26 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         h[i] = (int32_t)((i * 7919) % in.vocab_size);
     if (s == CLF_SUCCESS) s = clf_tensor_write(ids, h, sizeof(int32_t) * (size_t)P);
     if (s == CLF_SUCCESS) s = clf_tensor_fill(one, 5);
-    /* prefill: a first call builds the kernels, then the median of timed prefills */
+    /* prefill: a first call builds the kernels, then the median of timed prefills, each paired
+     * with the FMA roof */
     double t[32];
+    bench_roof_pair roof[32];
     const int samples = o->quick ? 2 : 3;
-    if (s == CLF_SUCCESS) s = clf_lm_state_step(st, ids, NULL, logits);
-    if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
-    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
-        s = clf_lm_state_reset(st);
-        const double t0 = bench_now_ms();
-        if (s == CLF_SUCCESS) s = clf_lm_state_step(st, ids, NULL, logits);
-        if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
-        t[i] = bench_now_ms() - t0;
-    }
+    prefill_call pc = {st, ids, logits};
+    if (s == CLF_SUCCESS)
+        s = bench_time_paired(ctx, o, run_prefill, &pc, 1, samples, 1, BENCH_ROOF_COMPUTE, t, roof);
     int rc = s != CLF_SUCCESS ? fail(ctx, prefill_op, s) : 0;
     if (!rc && want_prefill) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
         bench_result res = bench_result_make(prefill_op, 4, sh, "compute");
-        res.ms = bench_median(t, samples);
         const double attn = 2.0 * (double)P * (double)P * (double)(in.heads * in.head_dim) *
                             (double)in.layers; /* causal: half of 4 P^2 q per layer */
         /* The (untied) head, V x d, runs on the last position only: the step returns one row
          * of logits. */
-        res.gflops = (2.0 * (weights - V * d) * (double)P + 2.0 * V * d + attn) / (res.ms * 1e6);
+        const double flops = 2.0 * (weights - V * d) * (double)P + 2.0 * V * d + attn;
+        bench_roof_judge_compute(&res, flops, t, roof, samples); /* before the median sorts t */
+        res.ms = bench_median(t, samples);
+        res.gflops = flops / (res.ms * 1e6);
         res.tokens_per_s = (double)P / (res.ms / 1000.0);
         snprintf(res.note, sizeof(res.note), "%.0f M parameters", (double)in.parameters / 1e6);
         rc = bench_add_result(r, &res);
@@ -93,12 +102,11 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
     /* decode: steps at context P .. P + steps, each with argmax and a read of the id */
     bench_profile_report(ctx, o, prefill_op, 0, 0);
     /* The roof is sampled before the first timed step and after each (not with --profile). */
-    bench_roof_pair roof[32], before = {0, 0}, after = {0, 0};
+    bench_roof_pair before = {0, 0, 0}, after = {0, 0, 0};
     const int paired = !o->profile;
     for (int64_t i = 0; i < steps + 1 && !rc && want_decode; i++) {
         if (i == 1) clf_context_profile_reset(ctx); /* with --profile: the timed steps only */
-        if (i == 1 && paired && bench_roof_sample(o->roof, &before.copy_gbps, &before.read_gbps))
-            rc = 1;
+        if (i == 1 && paired && bench_roof_sample(o->roof, BENCH_ROOF_MEMORY, &before)) rc = 1;
         const double t0 = bench_now_ms();
         int32_t next;
         s = rc ? CLF_SUCCESS : clf_lm_state_step(st, one, NULL, logits);
@@ -107,7 +115,7 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         if (s != CLF_SUCCESS) rc = fail(ctx, decode_op, s);
         if (i == 0 || rc) continue; /* the first is a warm-up */
         t[(i - 1) % 32] = bench_now_ms() - t0;
-        if (paired && bench_roof_sample(o->roof, &after.copy_gbps, &after.read_gbps)) rc = 1;
+        if (paired && bench_roof_sample(o->roof, BENCH_ROOF_MEMORY, &after)) rc = 1;
         roof[(i - 1) % 32] = bench_roof_mean(before, after);
         before = after;
     }

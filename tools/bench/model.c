@@ -141,6 +141,16 @@ static int load_random(clf_context *ctx, const char *path, const clf_transformer
     return s != CLF_SUCCESS ? fail(ctx, enc ? "encoder_layer" : "decoder_step", s) : 0;
 }
 
+typedef struct encoder_call {
+    clf_encoder *enc;
+    clf_tensor *ids, *vl, *out;
+} encoder_call;
+static clf_status run_encoder(clf_context *ctx, void *arg) {
+    const encoder_call *c = arg;
+    (void)ctx;
+    return clf_encoder_forward(c->enc, c->ids, c->vl, c->out);
+}
+
 static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path,
                          bench_results *r) {
     const int64_t B = 8, N = 512, d = 512, H = 8, F = 2048, V = 1000;
@@ -161,16 +171,14 @@ static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path
             lens[i] = (int32_t)(N - i * 17);
         bad = clf_tensor_write(vl, lens, sizeof(lens)) != CLF_SUCCESS;
     }
-    s = bad ? CLF_ERROR_INTERNAL : clf_encoder_forward(enc, ids, vl, out);
-    if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
+    /* a first call builds the kernels; each sample is paired with the FMA roof */
     double t[8];
+    bench_roof_pair roof[8];
     const int samples = o->quick ? 3 : 5;
-    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
-        const double t0 = bench_now_ms();
-        s = clf_encoder_forward(enc, ids, vl, out);
-        if (s == CLF_SUCCESS) s = clf_context_finish(ctx);
-        t[i] = bench_now_ms() - t0;
-    }
+    encoder_call ec = {enc, ids, vl, out};
+    s = bad ? CLF_ERROR_INTERNAL
+            : bench_time_paired(ctx, o, run_encoder, &ec, 1, samples, 1, BENCH_ROOF_COMPUTE, t,
+                                roof);
     const int64_t launches = clf_encoder_launches_per_layer(enc);
     clf_tensor_free(ids);
     clf_tensor_free(out);
@@ -179,10 +187,11 @@ static int encoder_layer(clf_context *ctx, const bench_opts *o, const char *path
     if (s != CLF_SUCCESS) return fail(ctx, "encoder_layer", s);
     const int64_t sh[5] = {B, N, d, H, F};
     bench_result res = bench_result_make("encoder_layer", 5, sh, "compute");
-    res.ms = bench_median(t, samples);
     /* embedding excluded: per token 2 (4 d^2 + 2 d F) for the projections and FFN, plus
      * 4 N d for QK^T and PV over all keys */
     const double flops = (double)(B * N) * (2.0 * (4.0 * d * d + 2.0 * d * F) + 4.0 * N * d);
+    bench_roof_judge_compute(&res, flops, t, roof, samples); /* before the median sorts t */
+    res.ms = bench_median(t, samples);
     res.gflops = flops / (res.ms * 1e6);
     res.tokens_per_s = (double)(B * N) / (res.ms / 1000.0);
     res.launches = launches;
@@ -252,6 +261,17 @@ static int decoder_steps(clf_context *ctx, const bench_opts *o, const char *path
 
 /* all-MiniLM-L6-v2 on a batch of 32 sentences of 128 tokens (random ids, no padding), the
  * shape tools/bench_minilm_torch.py times for sentence-transformers on the CPU. */
+typedef struct embed_call {
+    clf_sentence_model *m;
+    clf_tensor *ids, *lens;
+    float *out;
+} embed_call;
+static clf_status run_embed(clf_context *ctx, void *arg) {
+    const embed_call *c = arg;
+    (void)ctx;
+    return clf_sentence_embed_ids(c->m, c->ids, c->lens, c->out);
+}
+
 /* all-MiniLM-L6-v2 on 32 x 128 tokens, its linear weights as dt (model_minilm: F32,
  * model_minilm_f16: F16); the note gives the bytes of those weights on the device. */
 static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype dt) {
@@ -287,14 +307,14 @@ static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r,
             l[i] = (int32_t)N;
         bad = clf_tensor_write(lens, l, sizeof(l)) != CLF_SUCCESS;
     }
-    s = bad || !out ? CLF_ERROR_INTERNAL : clf_sentence_embed_ids(m, ids, lens, out);
+    /* a first call builds the kernels; each sample is paired with the FMA roof */
     double t[8];
+    bench_roof_pair roof[8];
     const int samples = o->quick ? 3 : 5;
-    for (int i = 0; i < samples && s == CLF_SUCCESS; i++) {
-        const double t0 = bench_now_ms();
-        s = clf_sentence_embed_ids(m, ids, lens, out);
-        t[i] = bench_now_ms() - t0;
-    }
+    embed_call ec = {m, ids, lens, out};
+    s = bad || !out
+            ? CLF_ERROR_INTERNAL
+            : bench_time_paired(ctx, o, run_embed, &ec, 1, samples, 1, BENCH_ROOF_COMPUTE, t, roof);
     free(out);
     clf_tensor_free(ids);
     clf_tensor_free(lens);
@@ -304,6 +324,7 @@ static int model_minilm(clf_context *ctx, const bench_opts *o, bench_results *r,
         layers * (double)(B * N) * (2.0 * (4.0 * d * d + 2.0 * d * F) + 4.0 * N * d);
     clf_sentence_model_free(m);
     if (s != CLF_SUCCESS) return fail(ctx, op, s);
+    bench_roof_judge_compute(&res, flops, t, roof, samples); /* before the median sorts t */
     res.ms = bench_median(t, samples);
     const double lin_bytes = layers * (4.0 * d * d + 2.0 * d * F) * (double)clf_dtype_size(dt);
     snprintf(res.note, sizeof(res.note), "linear weights %.1f MB (%s)", lin_bytes / 1e6,

@@ -126,27 +126,38 @@ static int online_cpus(void) {
     return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
-double bench_native_fma_gflops(void) {
+/* One run of `iters` FMA iterations per thread on every online core: GFLOP/s (0 if no thread
+ * started). */
+static double fma_run(long iters) {
     const int nt = online_cpus(), isa = best_isa();
     fma_job jobs[256];
     pthread_t th[256];
+    const double t0 = bench_now_ms();
+    int started = 0;
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (fma_job){iters, isa, 0};
+        if (pthread_create(&th[t], NULL, fma_thread, &jobs[t]) != 0) break;
+        started++;
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    const double ms = bench_now_ms() - t0;
+    const double flops = (double)started * iters * CHAINS * isa_lanes(isa) * 2;
+    return ms > 0 ? flops / (ms * 1e6) : 0;
+}
+
+double bench_native_fma_gflops(void) {
+    const long iters = best_isa() ? 20000000L : 2000000L; /* ~0.1-0.3 s per thread */
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
-        const long iters = isa ? 20000000L : 2000000L; /* ~0.1-0.3 s per thread */
-        const double t0 = bench_now_ms();
-        int started = 0;
-        for (int t = 0; t < nt; t++) {
-            jobs[t] = (fma_job){iters, isa, 0};
-            if (pthread_create(&th[t], NULL, fma_thread, &jobs[t]) != 0) break;
-            started++;
-        }
-        for (int t = 0; t < started; t++)
-            pthread_join(th[t], NULL);
-        const double ms = bench_now_ms() - t0;
-        const double flops = (double)started * iters * CHAINS * isa_lanes(isa) * 2;
-        if (ms > 0 && flops / (ms * 1e6) > best) best = flops / (ms * 1e6);
+        const double g = fma_run(iters);
+        if (g > best) best = g;
     }
     return best;
+}
+
+double bench_native_fma_sample(void) {
+    return fma_run(best_isa() ? 1000000L : 100000L); /* ~5-15 ms */
 }
 
 typedef struct copy_job {

@@ -267,7 +267,8 @@ int bench_ops_run(clf_context *ctx, const bench_opts *o, const bench_peaks *p, b
         int samples = o->samples > 64 ? 64 : o->samples;
         op_call call = {fn, &a};
         clf_status st = bad ? CLF_ERROR_INTERNAL
-                            : bench_time_paired(ctx, o, run_op, &call, 2, samples, 5, t, roof);
+                            : bench_time_paired(ctx, o, run_op, &call, 2, samples, 5,
+                                                BENCH_ROOF_MEMORY, t, roof);
         free_args(&a);
         if (st != CLF_SUCCESS) {
             fprintf(stderr, "clformer-bench: %s: %s: %s\n", op->name, clf_strerror(st),
@@ -317,10 +318,12 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
         clf_tensor *c = make(ctx, CLF_F32, 2, sc, 0, &bad);
         /* First call compiles; then the median of the samples (x W^T, as nn.Linear). */
         double t[16];
+        bench_roof_pair roof[16];
         int samples = o->quick ? 3 : 7;
         gemm_call g = {a, b, c};
-        clf_status st =
-            bad ? CLF_ERROR_INTERNAL : bench_time_calls(ctx, run_gemm, &g, 1, samples, 1, t);
+        clf_status st = bad ? CLF_ERROR_INTERNAL
+                            : bench_time_paired(ctx, o, run_gemm, &g, 1, samples, 1,
+                                                BENCH_ROOF_COMPUTE, t, roof);
         clf_tensor_free(a);
         clf_tensor_free(b);
         clf_tensor_free(c);
@@ -331,6 +334,7 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
         }
         const int64_t sh[3] = {m, n, k};
         bench_result res = bench_result_make("gemm", 3, sh, "compute");
+        bench_roof_judge_compute(&res, 2.0 * (double)m * (double)n * (double)k, t, roof, samples);
         res.ms = bench_median(t, samples);
         res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
         res.gbps = 4.0 * (double)(m * k + n * k + m * n) / (res.ms * 1e6);
@@ -375,10 +379,10 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     bench_roof_pair roof[16];
     const int samples = o->quick ? 3 : 7;
     linear_call l = {x, y, lw};
-    /* One row reads the weights: paired with the read roof. */
+    /* One row reads the weights: paired with the memory roofs; more rows with the FMA roof. */
     if (st == CLF_SUCCESS)
-        st = m == 1 ? bench_time_paired(ctx, o, run_linear, &l, 1, samples, 1, t, roof)
-                    : bench_time_calls(ctx, run_linear, &l, 1, samples, 1, t);
+        st = bench_time_paired(ctx, o, run_linear, &l, 1, samples, 1,
+                               m == 1 ? BENCH_ROOF_MEMORY : BENCH_ROOF_COMPUTE, t, roof);
     int packed = 0;
     clf_linear_weights_info(lw, NULL, NULL, &packed);
     clf_linear_weights_free(lw);
@@ -393,7 +397,11 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     bench_result res = bench_result_make(op, 3, sh, m == 1 ? "read" : "compute");
     const double rd = (double)clf_dtype_size(wdt) * (double)(n * k) + 4.0 * (double)(m * k),
                  wr = 4.0 * (double)(m * n), bytes = rd + wr;
-    if (m == 1) bench_roof_judge(&res, rd, wr, 0, t, roof, samples); /* before the median sorts t */
+    /* before the median sorts t */
+    if (m == 1)
+        bench_roof_judge(&res, rd, wr, 0, t, roof, samples);
+    else
+        bench_roof_judge_compute(&res, 2.0 * (double)m * (double)n * (double)k, t, roof, samples);
     res.ms = bench_median(t, samples);
     res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
     res.gbps = bytes / (res.ms * 1e6);
@@ -421,10 +429,10 @@ int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
 void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
     for (size_t i = 0; i < r->n; i++) {
         bench_result *x = &r->items[i];
+        if (x->roof_gbps > 0 || x->roof_gflops > 0) /* judged against the roof run alongside */
+            continue;
         if (strcmp(x->bound, "compute") == 0)
             x->pct_peak = p->fma_gflops > 0 ? 100.0 * x->gflops / p->fma_gflops : 0;
-        else if (x->roof_gbps > 0) /* judged against the roof run alongside */
-            continue;
         else if (strcmp(x->bound, "read") == 0) /* decoding: weights and caches read once */
             x->pct_peak = p->read_gbps > 0 ? 100.0 * x->gbps / p->read_gbps : 0;
         else if (x->pct_peak == 0 && x->gbps > 0)
@@ -471,9 +479,12 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
         st = CLF_SUCCESS;
     }
     double t[16];
+    bench_roof_pair roof[16];
     int samples = !fits ? 0 : flops > 1e11 ? 1 : (o->quick ? 3 : 5);
     attention_call ac = {q, k, v, out, &d};
-    if (fits && st == CLF_SUCCESS) st = bench_time_calls(ctx, run_attention, &ac, 0, samples, 1, t);
+    if (fits && st == CLF_SUCCESS)
+        st = bench_time_paired(ctx, o, run_attention, &ac, 0, samples, 1,
+                               nq == 1 ? BENCH_ROOF_MEMORY : BENCH_ROOF_COMPUTE, t, roof);
     clf_tensor_free(q);
     clf_tensor_free(k);
     clf_tensor_free(v);
@@ -484,6 +495,11 @@ static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, 
         return 1;
     }
     if (samples > 0) {
+        if (nq == 1) /* a decode step reads K and V and writes one row per head */
+            bench_roof_judge(&res, io - 4.0 * (double)(b * h * dh), 4.0 * (double)(b * h * dh), 0,
+                             t, roof, samples);
+        else
+            bench_roof_judge_compute(&res, flops, t, roof, samples);
         res.ms = bench_median(t, samples);
         res.gflops = flops / (res.ms * 1e6);
         res.gbps = io / (res.ms * 1e6);

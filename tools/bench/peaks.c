@@ -176,6 +176,8 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
                 double g = ms > 0 ? (double)global * iters * fchs[h] * fws[w] * 2 / (ms * 1e6) : 0;
                 if (g > p->cl_fma_gflops) {
                     p->cl_fma_gflops = g;
+                    p->fma_best_width = fws[w];
+                    p->fma_best_chains = fchs[h];
                     snprintf(p->cl_fma_variant, sizeof(p->cl_fma_variant), "float%d x %d chains",
                              fws[w], fchs[h]);
                 }

@@ -58,6 +58,8 @@ void bench_print_table(const clf_device_info *d, const bench_peaks *p, const ben
         shape_str(x, s, sizeof(s));
         char roof[48] = "";
         if (x->roof_gbps > 0) snprintf(roof, sizeof(roof), " of %.1f GB/s alongside", x->roof_gbps);
+        if (x->roof_gflops > 0)
+            snprintf(roof, sizeof(roof), " of %.0f GFLOP/s alongside", x->roof_gflops);
         printf("%-18s %-16s %10.3f %10.2f %10.2f %8.1f%%  (%s%s%s%s)\n", x->op, s, x->ms, x->gbps,
                x->gflops, x->pct_peak, x->bound, roof,
                x->tuned == 1   ? ", tuned: "
@@ -121,6 +123,7 @@ int bench_write_json(const char *path, const clf_device_info *d, const bench_pea
         cJSON_AddNumberToObject(o, "gbps", x->gbps);
         cJSON_AddNumberToObject(o, "pct_peak", x->pct_peak);
         if (x->roof_gbps > 0) cJSON_AddNumberToObject(o, "roof_gbps", x->roof_gbps);
+        if (x->roof_gflops > 0) cJSON_AddNumberToObject(o, "roof_gflops", x->roof_gflops);
         cJSON_AddStringToObject(o, "bound", x->bound);
         if (x->mem_bytes > 0) cJSON_AddNumberToObject(o, "mem_bytes", x->mem_bytes);
         if (x->note[0]) cJSON_AddStringToObject(o, "note", x->note);

@@ -42,6 +42,29 @@ int bench_roof_init(clf_context *ctx, const bench_peaks *p, bench_roof *r) {
         bench_roof_free(r);
         return 1;
     }
+    clf_device_info info;
+    clf_context_device_info(ctx, &info);
+    r->native = info.type == CLF_DEVICE_CPU;
+    { /* the FMA kernel that won, at its peaks.c launch */
+        snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d", p->fma_best_width, p->fma_best_chains);
+        if (bench_build_kernel(ctx, "fma_chains", opts, &r->fma)) {
+            bench_roof_free(r);
+            return 1;
+        }
+        r->fma_local = info.max_work_group_size < 64 ? info.max_work_group_size : 64;
+        r->fma_global =
+            ((size_t)info.compute_units * 1024 + r->fma_local - 1) / r->fma_local * r->fma_local;
+        const float fa = 0.999999f, fb = 1e-7f;
+        const cl_int iters = 32768 / p->fma_best_width;
+        r->fma_flops = (double)r->fma_global * iters * p->fma_best_chains * p->fma_best_width * 2;
+        if (clSetKernelArg(r->fma, 0, sizeof(cl_mem), &r->a) != CL_SUCCESS ||
+            clSetKernelArg(r->fma, 1, sizeof(float), &fa) != CL_SUCCESS ||
+            clSetKernelArg(r->fma, 2, sizeof(float), &fb) != CL_SUCCESS ||
+            clSetKernelArg(r->fma, 3, sizeof(cl_int), &iters) != CL_SUCCESS) {
+            bench_roof_free(r);
+            return 1;
+        }
+    }
     r->copy_global = r->bytes / (4 * (size_t)w);
     r->copy_local = p->copy_best_local;
     r->read_global = r->bytes / (64 * 16);
@@ -53,8 +76,9 @@ int bench_roof_init(clf_context *ctx, const bench_peaks *p, bench_roof *r) {
             bench_roof_free(r);
             return 1;
         }
-    double c0, r0;
-    return bench_roof_sample(r, &c0, &r0); /* a warm-up */
+    bench_roof_pair warm;
+    return bench_roof_sample(r, BENCH_ROOF_MEMORY, &warm) ||
+           bench_roof_sample(r, BENCH_ROOF_COMPUTE, &warm); /* warm-ups */
 }
 
 static double launch_ms(bench_roof *r, cl_kernel k, const size_t *global, const size_t *local) {
@@ -67,20 +91,34 @@ static double launch_ms(bench_roof *r, cl_kernel k, const size_t *global, const 
     return bench_now_ms() - t0;
 }
 
-int bench_roof_sample(bench_roof *r, double *copy_gbps, double *read_gbps) {
-    *copy_gbps = *read_gbps = 0;
+int bench_roof_sample(bench_roof *r, bench_roof_kind kind, bench_roof_pair *out) {
+    memset(out, 0, sizeof(*out));
     if (!r || !r->copy) return 0;
+    if (kind == BENCH_ROOF_COMPUTE) {
+        /* The better of the FMA kernel and, on CPU devices, the native loop: right after a
+         * kernel PoCL's worker threads still spin for a while, and a native sample taken then
+         * read as low as half the rate (model_minilm at "155%" of it). */
+        const double tf = launch_ms(r, r->fma, &r->fma_global, &r->fma_local);
+        if (tf <= 0) return 1;
+        out->fma_gflops = r->fma_flops / (tf * 1e6);
+        if (r->native) {
+            const double g = bench_native_fma_sample();
+            if (g > out->fma_gflops) out->fma_gflops = g;
+        }
+        return 0;
+    }
     const double tc = launch_ms(r, r->copy, &r->copy_global, &r->copy_local);
     const double tr = launch_ms(r, r->read, &r->read_global, &r->read_local);
     if (tc <= 0 || tr <= 0) return 1;
-    *copy_gbps = 2.0 * (double)r->bytes / (tc * 1e6);
-    *read_gbps = (double)r->bytes / (tr * 1e6);
+    out->copy_gbps = 2.0 * (double)r->bytes / (tc * 1e6);
+    out->read_gbps = (double)r->bytes / (tr * 1e6);
     return 0;
 }
 
 void bench_roof_free(bench_roof *r) {
     if (r->copy) clReleaseKernel(r->copy);
     if (r->read) clReleaseKernel(r->read);
+    if (r->fma) clReleaseKernel(r->fma);
     if (r->a) clReleaseMemObject(r->a);
     if (r->b) clReleaseMemObject(r->b);
     memset(r, 0, sizeof(*r));
@@ -117,31 +155,46 @@ void bench_roof_judge(bench_result *res, double rd, double wr, double wi, const 
     res->roof_gbps = bench_median(rf, m);
 }
 
+void bench_roof_judge_compute(bench_result *res, double flops, const double *t,
+                              const bench_roof_pair *roof, int n) {
+    double pct[64], rf[64];
+    int m = 0;
+    for (int i = 0; i < n && m < 64; i++)
+        if (t[i] > 0 && roof[i].fma_gflops > 0) {
+            pct[m] = 100.0 * flops / (t[i] * 1e6) / roof[i].fma_gflops;
+            rf[m++] = roof[i].fma_gflops;
+        }
+    if (m == 0) return;
+    res->pct_peak = bench_median(pct, m);
+    res->roof_gflops = bench_median(rf, m);
+}
+
 clf_status bench_time_calls(clf_context *ctx, bench_call_fn call, void *arg, int warmups,
                             int samples, int batch, double *t) {
-    return bench_time_paired(ctx, NULL, call, arg, warmups, samples, batch, t, NULL);
+    return bench_time_paired(ctx, NULL, call, arg, warmups, samples, batch, BENCH_ROOF_MEMORY, t,
+                             NULL);
+}
+
+static double hmean(double a, double b) {
+    return a > 0 && b > 0 ? 2.0 / (1.0 / a + 1.0 / b) : 0;
 }
 
 bench_roof_pair bench_roof_mean(bench_roof_pair a, bench_roof_pair b) {
-    bench_roof_pair m = {0, 0};
-    if (a.copy_gbps > 0 && b.copy_gbps > 0)
-        m.copy_gbps = 2.0 / (1.0 / a.copy_gbps + 1.0 / b.copy_gbps);
-    if (a.read_gbps > 0 && b.read_gbps > 0)
-        m.read_gbps = 2.0 / (1.0 / a.read_gbps + 1.0 / b.read_gbps);
+    bench_roof_pair m = {hmean(a.copy_gbps, b.copy_gbps), hmean(a.read_gbps, b.read_gbps),
+                         hmean(a.fma_gflops, b.fma_gflops)};
     return m;
 }
 
 clf_status bench_time_paired(clf_context *ctx, const bench_opts *o, bench_call_fn call, void *arg,
-                             int warmups, int samples, int batch, double *t,
+                             int warmups, int samples, int batch, bench_roof_kind kind, double *t,
                              bench_roof_pair *roof) {
     clf_status st = CLF_SUCCESS;
     bench_roof *rf = roof && o ? o->roof : NULL;
-    bench_roof_pair before = {0, 0}, after = {0, 0};
+    bench_roof_pair before, after;
     for (int w = 0; w < warmups && st == CLF_SUCCESS; w++)
         st = call(ctx, arg);
     if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
-    if (st == CLF_SUCCESS && roof && bench_roof_sample(rf, &before.copy_gbps, &before.read_gbps))
-        st = CLF_ERROR_INTERNAL;
+    if (st == CLF_SUCCESS && roof && bench_roof_sample(rf, kind, &before)) st = CLF_ERROR_INTERNAL;
     for (int s = 0; s < samples && st == CLF_SUCCESS; s++) {
         const double t0 = bench_now_ms();
         for (int b = 0; b < batch && st == CLF_SUCCESS; b++)
@@ -149,8 +202,7 @@ clf_status bench_time_paired(clf_context *ctx, const bench_opts *o, bench_call_f
         if (st == CLF_SUCCESS) st = clf_context_finish(ctx);
         t[s] = (bench_now_ms() - t0) / batch;
         if (!roof) continue;
-        if (st == CLF_SUCCESS && bench_roof_sample(rf, &after.copy_gbps, &after.read_gbps))
-            st = CLF_ERROR_INTERNAL;
+        if (st == CLF_SUCCESS && bench_roof_sample(rf, kind, &after)) st = CLF_ERROR_INTERNAL;
         roof[s] = bench_roof_mean(before, after); /* the roof on both sides of the sample */
         before = after;
     }
