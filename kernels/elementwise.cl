@@ -7,6 +7,8 @@
  *             row of g and u at its own stride: apart, or the two halves of one (rows, 2f)).
  *   argmax_rows: index of each row's largest element (greedy decoding).
  * Each work-item handles VW consecutive floats; a row's last partial vector goes element-wise.
+ * bias_act and gated_act run on (vectors per row rounded up to the group, rows): the 64-bit
+ * division that found a 1-D work-item's row cost more than the add of a vector.
  *
  * The activations (ACT_*, act_s, act_v, the GELU error bound) come from activation.cl, which the
  * library prepends after common.cl.
@@ -28,11 +30,9 @@ bias_act(const __global float *x,               /* (rows, n) */
          const __global float *bias,            /* (n); unused if !has_bias */
          const int has_bias, __global float *y, /* (rows, n); may be x */
          const long rows, const int n, const int act) {
-    const int cpr = (n + VW - 1) / VW;
-    const long gid = get_global_id(0);
-    const long row = gid / cpr;
-    if (row >= rows) return;
-    const int c = (int)(gid - row * cpr);
+    const int c = (int)get_global_id(0); /* a vector of row get_global_id(1) */
+    const long row = (long)get_global_id(1);
+    if (c * VW >= n || row >= rows) return;
     const __global float *xr = x + row * (long)n;
     __global float *yr = y + row * (long)n;
     if ((c + 1) * VW <= n) {
@@ -65,11 +65,9 @@ gated_act(const __global float *g, /* gate: row r at g + r * g_rstride, f floats
           const long u_off, const long g_rstride, const long u_rstride,
           __global float *y, /* (rows, f); may be g or u when their strides are f */
           const long rows, const int f, const int act) {
-    const int cpr = (f + VW - 1) / VW;
-    const long gid = get_global_id(0);
-    const long row = gid / cpr;
-    if (row >= rows) return;
-    const int c = (int)(gid - row * cpr);
+    const int c = (int)get_global_id(0); /* a vector of row get_global_id(1) */
+    const long row = (long)get_global_id(1);
+    if (c * VW >= f || row >= rows) return;
     const __global float *gr = g + row * g_rstride;
     const __global float *ur = u + u_off + row * u_rstride;
     __global float *yr = y + row * (long)f;

@@ -26,13 +26,10 @@ clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor 
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     if ((st = clf__check_int(ctx, n, "row length")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG);
-    if ((st = clf__kernel_fit(ctx, CLF_K_BIAS_ACT, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
+    size_t wg[2] = {(size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG), 1};
+    if ((st = clf__kernel_fit(ctx, CLF_K_BIAS_ACT, NULL, 2, wg, &k)) != CLF_SUCCESS) return st;
     const int64_t vw = clf__tun(ctx, CLF_T_ELEMENTWISE_VW);
     const int64_t rows = x->numel / n;
-    size_t items;
-    if (!clf__mul_size((size_t)rows, (size_t)((n + vw - 1) / vw), &items))
-        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "bias_act: too many work-items");
     cl_mem bm = bias ? bias->mem : x->mem;
     cl_int has_bias = bias ? 1 : 0, c_n = (cl_int)n, c_act = (cl_int)act;
     cl_long c_rows = rows;
@@ -40,8 +37,8 @@ clf_status clf_bias_act(clf_context *ctx, const clf_tensor *x, const clf_tensor 
                        &has_bias, sizeof(cl_mem), &out->mem, sizeof(cl_long), &c_rows,
                        sizeof(cl_int), &c_n, sizeof(cl_int), &c_act, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global = clf__round_up(items, wg);
-    return clf__launch(ctx, CLF_K_BIAS_ACT, k, 1, &global, &wg);
+    size_t global[2] = {clf__round_up((size_t)((n + vw - 1) / vw), wg[0]), (size_t)rows};
+    return clf__launch(ctx, CLF_K_BIAS_ACT, k, 2, global, wg);
 }
 
 clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b, clf_tensor *out) {
@@ -131,13 +128,10 @@ clf_status clf_gated_act(clf_context *ctx, const clf_tensor *gate, const clf_ten
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     if ((st = clf__check_int(ctx, w, "row length")) != CLF_SUCCESS) return st;
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG);
-    if ((st = clf__kernel_fit(ctx, CLF_K_GATED_ACT, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
+    size_t wg[2] = {(size_t)clf__tun(ctx, CLF_T_ELEMENTWISE_WG), 1};
+    if ((st = clf__kernel_fit(ctx, CLF_K_GATED_ACT, NULL, 2, wg, &k)) != CLF_SUCCESS) return st;
     const int64_t vw = clf__tun(ctx, CLF_T_ELEMENTWISE_VW);
     const int64_t rows = out->numel / f;
-    size_t items;
-    if (!clf__mul_size((size_t)rows, (size_t)((f + vw - 1) / vw), &items))
-        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "gated_act: too many work-items");
     cl_mem um = up ? up->mem : gate->mem;
     cl_long u_off = up ? 0 : f, g_rs = w, u_rs = w, c_rows = rows;
     cl_int c_f = (cl_int)f, c_act = (cl_int)act;
@@ -146,6 +140,6 @@ clf_status clf_gated_act(clf_context *ctx, const clf_tensor *gate, const clf_ten
                        &out->mem, sizeof(cl_long), &c_rows, sizeof(cl_int), &c_f, sizeof(cl_int),
                        &c_act, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global = clf__round_up(items, wg);
-    return clf__launch(ctx, CLF_K_GATED_ACT, k, 1, &global, &wg);
+    size_t global[2] = {clf__round_up((size_t)((f + vw - 1) / vw), wg[0]), (size_t)rows};
+    return clf__launch(ctx, CLF_K_GATED_ACT, k, 2, global, wg);
 }
