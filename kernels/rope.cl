@@ -11,10 +11,10 @@
  *   (a, b) -> (a cos - b sin, b cos + a sin). Dims rd .. DH - 1 stay as they are.
  * The angle is the fp32 product p * f_i, as Hugging Face computes it, then one sincos.
  *
- * A work-item takes VW consecutive pairs of one row: their sin and cos come from vector sin and
- * cos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and serve every head of the row.
- * Not sincos: Oclgrind 21.10's uninitialized-value check aborts on its private-pointer output.
- * The last chunk of a row, if shorter than VW, goes pair by pair.
+ * A work-item takes VW consecutive pairs of one row (a 2-D range: chunks of a row, rows): their sin
+ * and cos come from vector sin and cos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and
+ * serve every head of the row. Not sincos: Oclgrind 21.10's uninitialized-value check aborts on its
+ * private-pointer output. The last chunk of a row, if shorter than VW, goes pair by pair.
  *
  * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
  * sequence's offset; 2: positions (B, N) gives every row's position.
@@ -43,11 +43,9 @@ rope_rows(__global float *x,                /* (B, N, W), rotated in place */
           const int has_freq, const __global int *positions, const int pos_mode,
           const long pos_offset) {
     const int npairs = rd / 2;
-    const int cpr = (npairs + VW - 1) / VW; /* chunks of VW pairs per row */
-    const long gid = get_global_id(0);
-    const long row = gid / cpr;
-    if (row >= rows) return;
-    const int i0 = (int)(gid - row * cpr) * VW;
+    const int i0 = (int)get_global_id(0) * VW; /* a chunk of VW pairs of row get_global_id(1) */
+    const long row = (long)get_global_id(1);
+    if (i0 >= npairs || row >= rows) return;
     const long b = row / n_seq, n = row - b * n_seq;
     const long pos = pos_mode == 2   ? (long)positions[row]
                      : pos_mode == 1 ? (long)positions[b] + n

@@ -86,12 +86,9 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
     if ((st = clf__check_int(ctx, w, "rope row width")) != CLF_SUCCESS) return st;
 
     cl_kernel k;
-    size_t wg = (size_t)clf__tun(ctx, CLF_T_ROPE_WG);
-    if ((st = clf__kernel_fit(ctx, CLF_K_ROPE, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
+    size_t wg[2] = {(size_t)clf__tun(ctx, CLF_T_ROPE_WG), 1};
+    if ((st = clf__kernel_fit(ctx, CLF_K_ROPE, NULL, 2, wg, &k)) != CLF_SUCCESS) return st;
     const int64_t vw = clf__tun(ctx, CLF_T_ROPE_VW), rows = batch * n;
-    size_t items;
-    if (!clf__mul_size((size_t)rows, (size_t)((rd / 2 + vw - 1) / vw), &items))
-        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "rope: too many work-items");
     cl_long c_rows = rows, c_off = p->pos_offset;
     cl_int c_n = (cl_int)n, c_w = (cl_int)w, c_col = (cl_int)p->col, c_heads = (cl_int)p->heads,
            c_dh = (cl_int)p->head_dim, c_rd = (cl_int)rd, layout = (cl_int)p->layout,
@@ -106,6 +103,6 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
                        sizeof(cl_mem), &pos, sizeof(cl_int), &mode, sizeof(cl_long), &c_off,
                        (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global = clf__round_up(items, wg);
-    return clf__launch(ctx, CLF_K_ROPE, k, 1, &global, &wg);
+    size_t global[2] = {clf__round_up((size_t)((rd / 2 + vw - 1) / vw), wg[0]), (size_t)rows};
+    return clf__launch(ctx, CLF_K_ROPE, k, 2, global, wg);
 }
