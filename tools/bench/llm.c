@@ -35,6 +35,19 @@ static clf_status run_prefill(clf_context *ctx, void *arg) {
     return s != CLF_SUCCESS ? s : clf_lm_state_step(c->st, c->ids, NULL, c->logits);
 }
 
+/* One decoding step as generation runs it: the step, the device argmax and a read of the id. */
+typedef struct decode_call {
+    clf_lm_state *st;
+    clf_tensor *one, *logits, *am;
+} decode_call;
+static clf_status run_decode(clf_context *ctx, void *arg) {
+    const decode_call *c = arg;
+    int32_t next;
+    clf_status s = clf_lm_state_step(c->st, c->one, NULL, c->logits);
+    if (s == CLF_SUCCESS) s = clf_argmax(ctx, c->logits, c->am);
+    return s != CLF_SUCCESS ? s : clf_tensor_read(c->am, &next, sizeof(next));
+}
+
 /* Both records of one storage dtype (F32 or F16 weights and cache). */
 static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype dt,
                    const char *prefill_op, const char *decode_op) {
@@ -101,28 +114,21 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
     }
     /* decode: steps at context P .. P + steps, each with argmax and a read of the id */
     bench_profile_report(ctx, o, prefill_op, 0, 0);
-    /* The roof is sampled before the first timed step and after each (not with --profile). */
-    bench_roof_pair before = {0, 0, 0}, after = {0, 0, 0};
-    const int paired = !o->profile;
-    for (int64_t i = 0; i < steps + 1 && !rc && want_decode; i++) {
-        if (i == 1) clf_context_profile_reset(ctx); /* with --profile: the timed steps only */
-        if (i == 1 && paired && bench_roof_sample(o->roof, BENCH_ROOF_MEMORY, &before)) rc = 1;
-        const double t0 = bench_now_ms();
-        int32_t next;
-        s = rc ? CLF_SUCCESS : clf_lm_state_step(st, one, NULL, logits);
-        if (s == CLF_SUCCESS && !rc) s = clf_argmax(ctx, logits, am);
-        if (s == CLF_SUCCESS && !rc) s = clf_tensor_read(am, &next, sizeof(next));
+    /* A warm-up step, then the timed steps, each paired with the memory roofs (not with
+     * --profile: its launches wait for each other; the counters then cover the timed steps). */
+    const int n = steps < 32 ? (int)steps : 32;
+    decode_call dc = {st, one, logits, am};
+    if (!rc && want_decode) {
+        s = run_decode(ctx, &dc);
+        if (s == CLF_SUCCESS) (void)clf_context_profile_reset(ctx);
+        if (s == CLF_SUCCESS)
+            s = bench_time_paired(ctx, o, run_decode, &dc, 0, n, 1, BENCH_ROOF_MEMORY, t,
+                                  o->profile ? NULL : roof);
         if (s != CLF_SUCCESS) rc = fail(ctx, decode_op, s);
-        if (i == 0 || rc) continue; /* the first is a warm-up */
-        t[(i - 1) % 32] = bench_now_ms() - t0;
-        if (paired && bench_roof_sample(o->roof, BENCH_ROOF_MEMORY, &after)) rc = 1;
-        roof[(i - 1) % 32] = bench_roof_mean(before, after);
-        before = after;
     }
     if (!rc && want_decode) {
         const int64_t sh[4] = {1, P, in.hidden_size, in.layers};
         bench_result res = bench_result_make(decode_op, 4, sh, "read");
-        const int n = steps < 32 ? (int)steps : 32;
         double sum = 0;
         for (int i = 0; i < n; i++)
             sum += t[i];
