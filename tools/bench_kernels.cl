@@ -35,13 +35,20 @@ __kernel void read16(const __global float16 *a, __global float *out) {
 
 /* fp32 multiply-add throughput: FCH independent chains of floatFW in named variables (an array
  * of chains measured 58 vs 114 GFLOP/s on PoCL: it was not kept in registers). The host builds
- * FW 4/8/16 x FCH 4/8/12 and keeps the best: 8 float16 chains need 16 ymm registers on AVX2
- * and spill, so no one shape is the ceiling everywhere. 2 flops per lane per mad. */
+ * FW 4/8/16 x FCH 4/8/12 x FOP fma/mad and keeps the best: 8 float16 chains need 16 ymm
+ * registers on AVX2 and spill, so no one shape is the ceiling everywhere. FOP: PoCL 3.1 compiles
+ * mad() as a multiply and an add (vmulps + vaddps): full rate on Zen 4, whose adds have pipes of
+ * their own, but half the FMA rate on Intel (both on the FMA ports: 207 vs 476 GFLOP/s native
+ * on a 2-core Xeon); fma() is one instruction where the device has it, and slow where it is
+ * emulated (no CL_FP_FMA), so both are tried. 2 flops per lane per multiply-add. */
 #ifndef FW
 #define FW 16
 #endif
 #ifndef FCH
 #define FCH 8
+#endif
+#ifndef FOP
+#define FOP fma
 #endif
 #define FCAT_(a, b) a##b
 #define FCAT(a, b)  FCAT_(a, b)
@@ -57,21 +64,21 @@ __kernel void fma_chains(__global float *out, const float a, const float b, cons
     FT x8 = x0 + 8.0f, x9 = x0 + 9.0f, x10 = x0 + 10.0f, x11 = x0 + 11.0f;
 #endif
     for (int i = 0; i < iters; i++) {
-        x0 = mad(x0, fa, fb);
-        x1 = mad(x1, fa, fb);
-        x2 = mad(x2, fa, fb);
-        x3 = mad(x3, fa, fb);
+        x0 = FOP(x0, fa, fb);
+        x1 = FOP(x1, fa, fb);
+        x2 = FOP(x2, fa, fb);
+        x3 = FOP(x3, fa, fb);
 #if FCH > 4
-        x4 = mad(x4, fa, fb);
-        x5 = mad(x5, fa, fb);
-        x6 = mad(x6, fa, fb);
-        x7 = mad(x7, fa, fb);
+        x4 = FOP(x4, fa, fb);
+        x5 = FOP(x5, fa, fb);
+        x6 = FOP(x6, fa, fb);
+        x7 = FOP(x7, fa, fb);
 #endif
 #if FCH > 8
-        x8 = mad(x8, fa, fb);
-        x9 = mad(x9, fa, fb);
-        x10 = mad(x10, fa, fb);
-        x11 = mad(x11, fa, fb);
+        x8 = FOP(x8, fa, fb);
+        x9 = FOP(x9, fa, fb);
+        x10 = FOP(x10, fa, fb);
+        x11 = FOP(x11, fa, fb);
 #endif
     }
     FT s = (x0 + x1) + (x2 + x3);

@@ -41,7 +41,7 @@ typedef struct bench_peaks {
     double cl_copy_gbps;                        /* best of the three */
     double cache_copy_gbps;                     /* OpenCL copy, buffers within the cache */
     double cl_fma_gflops;                       /* best OpenCL FMA variant */
-    char cl_fma_variant[32];                    /* e.g. "float8 x 12 chains" */
+    char cl_fma_variant[40];                    /* e.g. "float8 x 12 chains, fma" */
     double native_fma_gflops, native_copy_gbps; /* plain C on the host CPU (CPU devices; else 0) */
     /* DRAM read bandwidth (bytes read; a step of decoding reads its weights and writes almost
      * nothing): the best of the OpenCL read16 kernels and, on CPU devices, a native read loop.
@@ -49,6 +49,7 @@ typedef struct bench_peaks {
     double read_gbps, cl_read_gbps, native_read_gbps;
     /* The winning OpenCL variants, which timing.c runs again beside the records. */
     int copy_best_width, read_best_contig, fma_best_width, fma_best_chains;
+    int fma_best_fused; /* the FMA winner uses fma() (1) or mad() (0) */
     size_t copy_best_local, read_best_local;
     char native_isa[16];
     double llc_bytes;  /* the device's last-level (global memory) cache */

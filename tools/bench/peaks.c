@@ -151,39 +151,44 @@ int bench_peaks_measure(clf_context *ctx, const bench_opts *o, bench_peaks *p) {
         kf = NULL;
     }
 
-    /* FMA: every (vector width, chains) shape, the best kept. */
-    bench_progress("peaks: fp32 FMA (9 kernel shapes)");
+    /* FMA: every (vector width, chains, fma or mad) shape, the best kept. */
+    bench_progress("peaks: fp32 FMA (18 kernel shapes)");
     p->cl_fma_gflops = 0;
+    p->fma_best_fused = 1;
     {
         size_t global = (size_t)info.compute_units * 1024, local = 64;
         if (local > info.max_work_group_size) local = info.max_work_group_size;
         global = (global + local - 1) / local * local;
         const int fws[3] = {4, 8, 16}, fchs[3] = {4, 8, 12};
-        for (int w = 0; w < 3; w++)
-            for (int h = 0; h < 3; h++) {
-                char opts[64];
-                snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d", fws[w], fchs[h]);
-                if (bench_build_kernel(ctx, "fma_chains", opts, &kf)) goto fail;
-                float fa = 0.999999f, fb = 1e-7f;
-                /* 32768 lane-FMAs per chain: shorter runs under-read the peak on PoCL (thread
-                 * start-up) */
-                cl_int iters = 32768 / fws[w];
-                CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
-                CHECK_CL(clSetKernelArg(kf, 1, sizeof(float), &fa), "clSetKernelArg");
-                CHECK_CL(clSetKernelArg(kf, 2, sizeof(float), &fb), "clSetKernelArg");
-                CHECK_CL(clSetKernelArg(kf, 3, sizeof(cl_int), &iters), "clSetKernelArg");
-                double ms = time_kernel(q, kf, global, &local, 1, o->samples, 1);
-                double g = ms > 0 ? (double)global * iters * fchs[h] * fws[w] * 2 / (ms * 1e6) : 0;
-                if (g > p->cl_fma_gflops) {
-                    p->cl_fma_gflops = g;
-                    p->fma_best_width = fws[w];
-                    p->fma_best_chains = fchs[h];
-                    snprintf(p->cl_fma_variant, sizeof(p->cl_fma_variant), "float%d x %d chains",
-                             fws[w], fchs[h]);
+        for (int fused = 1; fused >= 0; fused--)
+            for (int w = 0; w < 3; w++)
+                for (int h = 0; h < 3; h++) {
+                    char opts[64];
+                    snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d -DFOP=%s", fws[w], fchs[h],
+                             fused ? "fma" : "mad");
+                    if (bench_build_kernel(ctx, "fma_chains", opts, &kf)) goto fail;
+                    float fa = 0.999999f, fb = 1e-7f;
+                    /* 32768 lane-FMAs per chain: shorter runs under-read the peak on PoCL
+                     * (thread start-up) */
+                    cl_int iters = 32768 / fws[w];
+                    CHECK_CL(clSetKernelArg(kf, 0, sizeof(cl_mem), &a), "clSetKernelArg");
+                    CHECK_CL(clSetKernelArg(kf, 1, sizeof(float), &fa), "clSetKernelArg");
+                    CHECK_CL(clSetKernelArg(kf, 2, sizeof(float), &fb), "clSetKernelArg");
+                    CHECK_CL(clSetKernelArg(kf, 3, sizeof(cl_int), &iters), "clSetKernelArg");
+                    double ms = time_kernel(q, kf, global, &local, 1, o->samples, 1);
+                    double g =
+                        ms > 0 ? (double)global * iters * fchs[h] * fws[w] * 2 / (ms * 1e6) : 0;
+                    if (g > p->cl_fma_gflops) {
+                        p->cl_fma_gflops = g;
+                        p->fma_best_width = fws[w];
+                        p->fma_best_chains = fchs[h];
+                        p->fma_best_fused = fused;
+                        snprintf(p->cl_fma_variant, sizeof(p->cl_fma_variant),
+                                 "float%d x %d chains, %s", fws[w], fchs[h], fused ? "fma" : "mad");
+                    }
+                    clReleaseKernel(kf);
+                    kf = NULL;
                 }
-                clReleaseKernel(kf);
-                kf = NULL;
-            }
     }
     /* The host CPU's own ceilings, for CPU devices (the OpenCL device runs on it). */
     p->native_fma_gflops = p->native_copy_gbps = p->native_read_gbps = 0;

@@ -46,7 +46,8 @@ int bench_roof_init(clf_context *ctx, const bench_peaks *p, bench_roof *r) {
     clf_context_device_info(ctx, &info);
     r->native = info.type == CLF_DEVICE_CPU;
     { /* the FMA kernel that won, at its peaks.c launch */
-        snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d", p->fma_best_width, p->fma_best_chains);
+        snprintf(opts, sizeof(opts), "-DFW=%d -DFCH=%d -DFOP=%s", p->fma_best_width,
+                 p->fma_best_chains, p->fma_best_fused ? "fma" : "mad");
         if (bench_build_kernel(ctx, "fma_chains", opts, &r->fma)) {
             bench_roof_free(r);
             return 1;
