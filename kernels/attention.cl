@@ -39,7 +39,9 @@
  * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), HG (heads per
  * work-item of attention_tiled, dividing H, per call: whole rows of K and V), BQ (work-items
  * per work-group), QB (queries per work-item, attention_tiled_t), KC (keys per chunk between
- * barriers, attention_tiled_t; a power of two >= 16, so a multiple of VW).
+ * barriers, attention_tiled_t; a power of two >= 16, so a multiple of VW), PVN (attention_tiled_t,
+ * per call: the V rows of a tile are accumulated in passes of PVN vectors of the output row, so
+ * a pass keeps QB x PVN accumulators in registers while it walks the tile's VW rows).
  */
 #ifndef VW
 #define VW 16 /* floats per vector load; the host picks one that divides DH */
@@ -67,6 +69,9 @@
 #endif
 
 #define NV (DH / VW)
+#ifndef PVN
+#define PVN NV /* vectors of each output row per pass over a tile's V rows (divides NV) */
+#endif
 
 /* Loops over the private arrays (accumulators, scores) unrolled by pragma, so the arrays live
  * in registers: PoCL 3.1 (LLVM 15) leaves them rolled and keeps the arrays on the stack, a load
@@ -241,6 +246,19 @@ __kernel void attention_transpose_k(const __global kvtype *k, /* (B, >= nk, k_rs
             dst[d * VW + l] = l < keys ? KVLOAD1(d, src + (long)l * k_rstride) : 0.0f;
 }
 
+/* One V row (key j0 + jj of the tile) into vectors p0 .. p0 + PVN of the QB accumulators (that
+ * loop unrolled, so the QB x PVN accumulators can stay in registers through the tile's rows). */
+#define PV_ROW(jj, p0)                                                                             \
+    do {                                                                                           \
+        const __global kvtype *vr = vb + (long)(j0 + (jj)) * v_rstride;                            \
+        _Pragma("unroll") for (int d = (p0); d < (p0) + PVN; d++) {                                \
+            const floatV vv = KVLOAD(d, vr);                                                       \
+            UNROLL_Q                                                                               \
+            for (int u = 0; u < QB; u++)                                                           \
+                acc[u][d] = fma((floatV)(pa[u][(jj)]), vv, acc[u][d]);                             \
+        }                                                                                          \
+    } while (0)
+
 /* The same attention as attention_tiled, on transposed keys, QB queries per work-item: VW keys
  * are scored per vector (DH multiply-adds with q[d] broadcast, each key vector loaded once for QB
  * queries), their softmax weights come from one vector exp, and each V row is loaded once and
@@ -322,15 +340,10 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                 PRIV_VSTORE(p, pa[u]);
             }
             const int jn = min(VW, lim_max - j0);
-            for (int jj = 0; jj < jn; jj++) {
-                const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
-                UNROLL_T
-                for (int d = 0; d < NV; d++) {
-                    const floatV vv = KVLOAD(d, vr);
-                    UNROLL_Q
-                    for (int u = 0; u < QB; u++)
-                        acc[u][d] = fma((floatV)(pa[u][jj]), vv, acc[u][d]);
-                }
+            UNROLL_T
+            for (int p0 = 0; p0 < NV; p0 += PVN) {
+                for (int jj = 0; jj < jn; jj++)
+                    PV_ROW(jj, p0);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

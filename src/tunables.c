@@ -73,12 +73,14 @@ void clf__isa_defaults(const clf_device_info *info, int64_t *tunables) {
     if (w == 0 || w > 8) return; /* AVX-512 (16 lanes, 32 registers): the CPU column */
     /* AVX2 and narrower: 16 vector registers of w lanes. linear_packed: 6 rows x 2 vectors of w
      * outputs (12 accumulators, 2 weight vectors, 1 broadcast: BLIS's Haswell sgemm tile);
-     * attention_tiled_t: vectors of w keys, 12 queries per work-item (12 score vectors). */
+     * attention_tiled_t: vectors of w keys, 12 queries per work-item (12 score vectors), values
+     * accumulated one output vector at a time (12 accumulators). */
     tunables[CLF_T_LINEAR_VW] = w;
     tunables[CLF_T_LINEAR_PK_R] = 6;
     tunables[CLF_T_LINEAR_PK_NV] = 2;
     tunables[CLF_T_ATTENTION_MAXVW] = w;
     tunables[CLF_T_ATTENTION_QB] = 12;
+    tunables[CLF_T_ATTENTION_PVN] = 1;
     tunables[CLF_T_ATTENTION_UNROLL] = 32;
 }
 

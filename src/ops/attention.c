@@ -167,13 +167,14 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
      * those past 65535, see clf_context.loop_budget): each work-item's keys are capped so its
      * loops stay within the budget, through the split-key path (partials, then the combine).
      * Loop trips per tile of VW keys, counting every loop as if none were unrolled: transposed
-     * keys DH QB (scores) + QB NV (rescale) + VW NV QB (values); row kernel, per head, DH
-     * (scores) + NV (rescale) + DH (values), plus the tile loops themselves. */
+     * keys DH QB (scores) + QB NV (rescale) + VW NV (QB + 1) (values, in up to NV passes); row
+     * kernel, per head, DH (scores) + NV (rescale) + DH (values), plus the tile loops themselves.
+     */
     const int64_t budget = ctx->loop_budget;
     bool use_t = splits == 1 && clf__tun(ctx, CLF_T_ATTENTION_KT);
     if (budget > 0) {
         const int64_t nv = s->dh / vw;
-        const int64_t tile_t = s->dh * qb64 + qb64 * nv + vw * nv * qb64 + 2 * qb64 + 2;
+        const int64_t tile_t = s->dh * qb64 + qb64 * nv + vw * nv * (qb64 + 1) + 2 * qb64 + 2;
         if (use_t && (s->nk + vw - 1) / vw * tile_t > budget) use_t = false;
         int64_t tile_row = hg * (2 * s->dh + nv + 2 * vw) + 2;
         if (!use_t && (s->nk + vw - 1) / vw * tile_row > budget) {
@@ -185,7 +186,18 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
             splits = (s->nk + split_keys - 1) / split_keys;
         }
     }
-    if (use_t) return tiled_t(ctx, q, k, v, out, d, s, &defs, vw, (size_t)qb64, bq);
+    if (use_t) {
+        /* PV passes of pvn vectors of the output row: the largest divisor of Dh / VW up to
+         * attention.PVN (0: one pass) */
+        const int64_t nv = s->dh / vw;
+        int64_t pvn = clf__tun(ctx, CLF_T_ATTENTION_PVN);
+        if (pvn <= 0 || pvn > nv) pvn = nv;
+        while (nv % pvn)
+            pvn--;
+        defs.name[defs.n] = "PVN";
+        defs.value[defs.n++] = pvn;
+        return tiled_t(ctx, q, k, v, out, d, s, &defs, vw, (size_t)qb64, bq);
+    }
     defs.name[defs.n] = "HG";
     defs.value[defs.n++] = hg;
     cl_kernel kt, kc = NULL;
