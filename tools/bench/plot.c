@@ -2,13 +2,16 @@
  * plot.c — an SVG roofline: every op record as a numbered point (arithmetic intensity in
  * FLOP/byte, GFLOP/s) under the roofs measured in the same run: DRAM bandwidth (the records'
  * memory roof) and cache-resident bandwidth, the OpenCL FMA ceiling and, on CPU devices, the
- * native C one. Log-log axes. Points carry numbers only; the list beside the plot names them,
- * so no two labels can collide however many records a run has.
+ * native C one. Log-log axes. Points carry numbers only; the list beside the plot names them.
+ * Each number is placed where it covers no point and no other number (place_label: rings of
+ * candidate spots around its point, a leader line once it sits away from it), so a quick run's
+ * cluster of linear and attention records stays readable (rendered to PNG and looked at).
  */
 #include "bench.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define W  1280.0
@@ -43,6 +46,44 @@ static void xml_text(FILE *f, const char *s) {
         else
             fputc(*s, f);
     }
+}
+
+typedef struct box {
+    double x0, y0, x1, y1;
+} box;
+
+static int box_hits(const box *b, const box *taken, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (b->x0 < taken[i].x1 && taken[i].x0 < b->x1 && b->y0 < taken[i].y1 &&
+            taken[i].y0 < b->y1)
+            return 1;
+    return 0;
+}
+
+/* A spot for a w x h label of the point at (cx, cy): the first of 8 directions on rings 8, 14,
+ * 20, ... px out whose box stays inside `area` and meets nothing in taken[0 .. n); failing all,
+ * the first ring's right-hand spot. The chosen box is appended to taken (room for one more). */
+static box place_label(double cx, double cy, double w, double h, const box *area, box *taken,
+                       size_t *n) {
+    static const double dir[8][2] = {{1, 0},  {1, -1}, {0, -1}, {-1, -1},
+                                     {-1, 0}, {-1, 1}, {0, 1},  {1, 1}};
+    box b = {cx + 7, cy - h / 2, cx + 7 + w, cy + h / 2};
+    for (int ring = 0; ring < 12; ring++) {
+        const double d = 8 + 6 * ring;
+        for (int k = 0; k < 8; k++) {
+            /* the box's near edge d px from the point along the direction */
+            const double bx = cx + dir[k][0] * d - (dir[k][0] < 0 ? w : dir[k][0] == 0 ? w / 2 : 0);
+            const double by = cy + dir[k][1] * d - (dir[k][1] < 0 ? h : dir[k][1] == 0 ? h / 2 : 0);
+            const box c = {bx, by, bx + w, by + h};
+            if (c.x0 < area->x0 || c.x1 > area->x1 || c.y0 < area->y0 || c.y1 > area->y1) continue;
+            if (!box_hits(&c, taken, *n)) {
+                taken[(*n)++] = c;
+                return c;
+            }
+        }
+    }
+    taken[(*n)++] = b;
+    return b;
 }
 
 /* Second panel: attention time vs N, tiled vs naive (log-log), one polyline per path. */
@@ -210,8 +251,21 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 28, ly, kinds[k]);
     }
     ly += 8;
-    /* One numbered point per record, and its line in the list. */
-    int n = 0;
+    /* One numbered point per record, and its line in the list; the numbers are placed after
+     * every point is known, so none covers a point drawn later. */
+    double *cx = malloc((r->n + 1) * sizeof(double)), *cy = malloc((r->n + 1) * sizeof(double));
+    box *taken = malloc((2 * r->n + 1) * sizeof(box));
+    const char **colors = malloc((r->n + 1) * sizeof(char *));
+    if (!cx || !cy || !taken || !colors) {
+        free(cx);
+        free(cy);
+        free(taken);
+        free(colors);
+        fclose(f);
+        fprintf(stderr, "clformer-bench: out of memory writing '%s'\n", path);
+        return 1;
+    }
+    size_t n = 0, nt = 0;
     for (size_t i = 0; i < r->n; i++) {
         const bench_result *x = &r->items[i];
         if (!(x->gflops > 0) || !(x->gbps > 0)) continue;
@@ -227,27 +281,46 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
                                     (long long)x->shape[k]);
         if (x->tuned == 0 && off < sizeof(label))
             snprintf(label + off, sizeof(label) - off, " (defaults)");
+        cx[n] = px(&a, ai);
+        cy[n] = py(&a, g);
+        colors[n] = color;
+        taken[nt++] = (box){cx[n] - 5, cy[n] - 5, cx[n] + 5, cy[n] + 5};
         n++;
         fprintf(f, "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>",
-                px(&a, ai), py(&a, g), color);
+                cx[n - 1], cy[n - 1], color);
         xml_text(f, label);
         fprintf(f, ": %.2f GFLOP/s, %.2f GB/s, %.1f%% of peak</title></circle>\n", x->gflops,
                 x->gbps, x->pct_peak);
-        /* the number beside its point, alternating sides so neighbours stay apart */
-        fprintf(f,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"%s\" "
-                "fill=\"%s\">%d</text>\n",
-                px(&a, ai) + (n % 2 ? 7 : -7), py(&a, g) + (n % 4 < 2 ? -4 : 10),
-                n % 2 ? "start" : "end", color, n);
         if (ly < H + H2 - 12) {
             fprintf(f,
-                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"><tspan fill=\"%s\">%d</tspan> ",
+                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"><tspan fill=\"%s\">%zu</tspan> ",
                     lx, ly, color, n);
             xml_text(f, label);
             fprintf(f, ": %.1f%%</text>\n", x->pct_peak);
             ly += 14;
         }
     }
+    const box area = {L + 2, T + 2, W - R - 2, H - B - 2};
+    for (size_t i = 0; i < n; i++) {
+        const double w = 5.5 * (i + 1 >= 100 ? 3 : i + 1 >= 10 ? 2 : 1) + 2, h = 10;
+        const box b = place_label(cx[i], cy[i], w, h, &area, taken, &nt);
+        const double mx = (b.x0 + b.x1) / 2;
+        /* away from its point: a leader line from the point to the box's nearest edge */
+        const double ex = fmin(fmax(cx[i], b.x0), b.x1), ey = fmin(fmax(cy[i], b.y0), b.y1);
+        if (hypot(ex - cx[i], ey - cy[i]) > 9)
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                    "stroke-width=\"0.6\"/>\n",
+                    cx[i], cy[i], ex, ey, colors[i]);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\" "
+                "fill=\"%s\">%zu</text>\n",
+                mx, b.y1 - 2, colors[i], i + 1);
+    }
+    free(cx);
+    free(cy);
+    free(taken);
+    free(colors);
     sweep_panel(f, r);
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0) {
