@@ -85,10 +85,17 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
     if ((st = check_positions(ctx, p, batch, n, x->mem, &mode, &pos)) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, w, "rope row width")) != CLF_SUCCESS) return st;
 
-    cl_kernel k;
-    size_t wg[2] = {(size_t)clf__tun(ctx, CLF_T_ROPE_WG), 1};
-    if ((st = clf__kernel_fit(ctx, CLF_K_ROPE, NULL, 2, wg, &k)) != CLF_SUCCESS) return st;
+    /* rope.WG work-items per group, spread over a row's chunks of VW pairs (a power of two up
+     * to them, so few programs) and as many rows as fill the rest. */
     const int64_t vw = clf__tun(ctx, CLF_T_ROPE_VW), rows = batch * n;
+    const size_t want = (size_t)clf__tun(ctx, CLF_T_ROPE_WG),
+                 chunks = (size_t)((rd / 2 + vw - 1) / vw);
+    size_t wg[2] = {1, 1};
+    while (wg[0] < chunks && wg[0] * 2 <= want)
+        wg[0] *= 2;
+    wg[1] = want / wg[0] > 1 ? want / wg[0] : 1;
+    cl_kernel k;
+    if ((st = clf__kernel_fit(ctx, CLF_K_ROPE, NULL, 2, wg, &k)) != CLF_SUCCESS) return st;
     cl_long c_rows = rows, c_off = p->pos_offset;
     cl_int c_n = (cl_int)n, c_w = (cl_int)w, c_col = (cl_int)p->col, c_heads = (cl_int)p->heads,
            c_dh = (cl_int)p->head_dim, c_rd = (cl_int)rd, layout = (cl_int)p->layout,
@@ -103,6 +110,6 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
                        sizeof(cl_mem), &pos, sizeof(cl_int), &mode, sizeof(cl_long), &c_off,
                        (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global[2] = {clf__round_up((size_t)((rd / 2 + vw - 1) / vw), wg[0]), (size_t)rows};
+    size_t global[2] = {clf__round_up(chunks, wg[0]), clf__round_up((size_t)rows, wg[1])};
     return clf__launch(ctx, CLF_K_ROPE, k, 2, global, wg);
 }
