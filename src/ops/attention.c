@@ -171,7 +171,11 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
      * kernel, per head, DH (scores) + NV (rescale) + DH (values), plus the tile loops themselves.
      */
     const int64_t budget = ctx->loop_budget;
-    bool use_t = splits == 1 && clf__tun(ctx, CLF_T_ATTENTION_KT);
+    /* Transposed keys pay a pass over K per call: worth it for many queries, not for a decoding
+     * step's few (each step transposed the whole cache: in a 128-token F16 decode step the
+     * transpose and attention_tiled_t took 108 us a layer, 12% of the step, PoCL 3.1, Zen 5). */
+    bool use_t = splits == 1 && s->nq > clf__tun(ctx, CLF_T_ATTENTION_SPLIT_NQ) &&
+                 clf__tun(ctx, CLF_T_ATTENTION_KT);
     if (budget > 0) {
         const int64_t nv = s->dh / vw;
         const int64_t tile_t = s->dh * qb64 + qb64 * nv + vw * nv * (qb64 + 1) + 2 * qb64 + 2;
