@@ -29,9 +29,9 @@
  * Split-K (flash-decoding): with splits > 1 the keys are cut into chunks of split_keys, one per
  * get_global_id(2); each writes its partial (m, l, acc) and attention_combine merges them.
  *
- * attention_tiled_t below does the same on keys transposed once per call (the default outside
- * the split path); attention_tiled remains for split-key decoding, where transposing would add
- * a pass over K.
+ * attention_tiled_t below does the same on keys transposed once per call (the default for more
+ * than attention.SPLIT_NQ queries); attention_tiled remains for decoding steps (few queries, keys
+ * split or not), where transposing would add a pass over K per step.
  *
  * K and V are floats or, with KVH 1 (per call), halfs (an F16 KV cache; common.cl's KVLOAD):
  * the scores and sums stay fp32.
