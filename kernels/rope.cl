@@ -19,20 +19,15 @@
  * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
  * sequence's offset; 2: positions (B, N) gives every row's position.
  *
- * A work-group is WG chunks of each of RPG rows (the host fits WG to a row's chunks, RPG to fill
- * the group): a Llama head of 64 dims is 4 chunks of 8 pairs, and one row per work-group of 64
- * left 60 work-items idle and made 32768 groups of 4 for 32768 rows, PoCL's per-group cost.
+ * The work-group is chosen at launch, not compiled in (one program for every head size, so
+ * clf_context_warmup builds it): rope.WG work-items over a row's chunks and as many rows as fill
+ * the rest. A Llama head of 64 dims is 4 chunks of 8 pairs: one row per group of 64 left 60
+ * work-items idle and made one group per row.
  *
- * Tunables: VW (pairs per work-item), WG x RPG (work-group, chosen by the host).
+ * Tunables: VW (pairs per work-item); rope.WG is read by the host.
  */
 #ifndef VW
 #define VW 8 /* pairs per work-item */
-#endif
-#ifndef WG
-#define WG 64 /* work-items per group along a row's chunks */
-#endif
-#ifndef RPG
-#define RPG 1 /* rows per work-group */
 #endif
 
 inline void rope_pair(__global float *a, __global float *b, float c, float s) {
@@ -41,14 +36,13 @@ inline void rope_pair(__global float *a, __global float *b, float c, float s) {
     *b = y * c + x * s;
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, RPG, 1))) void
-rope_rows(__global float *x,                /* (B, N, W), rotated in place */
-          const long rows, const int n_seq, /* rows = B * N; N rows per sequence */
-          const int w, const int col, const int heads, const int dh, const int rd, const int layout,
-          const float freq_log2,          /* f_i = exp2(i * freq_log2) */
-          const __global float *inv_freq, /* (rd / 2); unused unless has_freq */
-          const int has_freq, const __global int *positions, const int pos_mode,
-          const long pos_offset) {
+__kernel void rope_rows(__global float *x,                /* (B, N, W), rotated in place */
+                        const long rows, const int n_seq, /* rows = B * N; N rows per sequence */
+                        const int w, const int col, const int heads, const int dh, const int rd,
+                        const int layout, const float freq_log2, /* f_i = exp2(i * freq_log2) */
+                        const __global float *inv_freq, /* (rd / 2); unused unless has_freq */
+                        const int has_freq, const __global int *positions, const int pos_mode,
+                        const long pos_offset) {
     const int npairs = rd / 2;
     const int i0 = (int)get_global_id(0) * VW; /* a chunk of VW pairs of row get_global_id(1) */
     const long row = (long)get_global_id(1);
