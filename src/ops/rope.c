@@ -85,8 +85,9 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
     if ((st = check_positions(ctx, p, batch, n, x->mem, &mode, &pos)) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, w, "rope row width")) != CLF_SUCCESS) return st;
 
-    /* rope.WG work-items per group, spread over a row's chunks of VW pairs (a power of two up
-     * to them, so few programs) and as many rows as fill the rest. */
+    /* rope.WG work-items per group (chosen at launch: one program for every shape), spread over
+     * a row's chunks of VW pairs (the power of two that covers them, within rope.WG) and as many
+     * rows as fill the rest. */
     const int64_t vw = clf__tun(ctx, CLF_T_ROPE_VW), rows = batch * n;
     const size_t want = (size_t)clf__tun(ctx, CLF_T_ROPE_WG),
                  chunks = (size_t)((rd / 2 + vw - 1) / vw);
