@@ -34,7 +34,7 @@
  * against A & S 7.1.26's division, exp and 5 FMAs (bias_gelu at cache-resident sizes was
  * compute-bound on PoCL, 2.7 G elements/s on 2 Zen 4 cores). */
 #define DEFINE_ERF(F, NAME)                                                                        \
-    inline F NAME(F x) {                                                                           \
+    static inline F NAME(F x) {                                                                    \
         const F a = fmin(fabs(x), (F)(3.9f)), t = a * a;                                           \
         F p = fma(t, (F)(2.050330522e-06f), (F)(2.874518395e-04f));                                \
         p = fma(p, t, (F)(3.836835036e-03f));                                                      \
@@ -63,7 +63,7 @@ DEFINE_ERF(floatV, erf_polyV)
 #define SQRT_HALF 0.70710678118654752f
 #define GELU_C    0.79788456080286536f /* sqrt(2 / pi) */
 
-inline float act_s(float v, int act) {
+static inline float act_s(float v, int act) {
     switch (act) {
     case ACT_RELU:
         return fmax(v, 0.0f);
@@ -79,7 +79,7 @@ inline float act_s(float v, int act) {
 }
 
 #if VW > 1
-inline floatV act_v(floatV v, int act) {
+static inline floatV act_v(floatV v, int act) {
     switch (act) {
     case ACT_RELU:
         return fmax(v, (floatV)(0.0f));

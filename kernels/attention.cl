@@ -192,33 +192,35 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
-attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
-                  __global float *out,        /* (B, nq, o_rstride) */
-                  const int nq, const int heads, const int splits, const int o_rstride) {
-    const int i = get_global_id(0);
-    if (i >= nq) return;
-    const int bh = get_global_id(1);
-    const int b = bh / heads, h = bh - b * heads;
-    const __global float *pr = part + ((long)bh * nq + i) * splits * (DH + 2);
+/* Merges the splits' partials (m, l, acc) of each (batch, head, query): one work-item per output
+ * vector of VW floats, so no work-item holds a row (a per-work-item array of DH floats is a stack
+ * array on GPUs). Every work-item of a row reads the row's (m, l) pairs itself. */
+__kernel void attention_combine(const __global float *part, /* (B * H * nq, splits, DH + 2) */
+                                __global float *out,        /* (B, nq, o_rstride) */
+                                const int nq, const int heads, const int splits,
+                                const int o_rstride, const long rows /* B * H * nq */) {
+    const long x = get_global_id(0);
+    if (x >= rows * NV) return;
+    const long row = x / NV; /* (b * heads + h) * nq + i */
+    const int d = (int)(x - row * NV);
+    const int i = (int)(row % nq);
+    const long bh = row / nq;
+    const long b = bh / heads;
+    const int h = (int)(bh - b * heads);
+    const __global float *pr = part + row * splits * (DH + 2);
     float m = CLF_NEG_BIG;
     for (int s = 0; s < splits; s++)
         m = fmax(m, pr[s * (DH + 2)]);
     float l = 0.0f;
-    floatV acc[NV];
-    for (int d = 0; d < NV; d++)
-        acc[d] = (floatV)(0.0f);
+    floatV acc = (floatV)(0.0f);
     for (int s = 0; s < splits; s++) {
         const __global float *ps = pr + s * (DH + 2);
         const float w = ps[1] > 0.0f ? exp2(ps[0] - m) : 0.0f; /* an empty split adds nothing */
         l += w * ps[1];
-        for (int d = 0; d < NV; d++)
-            acc[d] = fma((floatV)(w), VLOAD(d, ps + 2), acc[d]);
+        acc = fma((floatV)(w), VLOAD(d, ps + 2), acc);
     }
-    __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < NV; d++)
-        VSTORE(acc[d] * inv, d, orow);
+    __global float *orow = out + (b * nq + i) * o_rstride + h * DH;
+    VSTORE(acc * (l > 0.0f ? 1.0f / l : 0.0f), d, orow);
 }
 
 /* K of each (batch, KV head) transposed tile by tile, zero past nk: (B * H, nkp / VW, DH, VW) (H

@@ -3,14 +3,22 @@
  * FlashAttention-2 without sub-groups or the fp16 extension: fp32 throughout, core OpenCL 1.2.
  * The same attention as attention.cl (layout, masks, grouped-query heads, log2-unit scores, the
  * finite sentinel and lazy rescaling are described there) with K and V staged through __local.
+ * No work-item keeps a whole head of anything: a private array of DH floats per work-item is a
+ * stack array on GPUs (ptxas: 512 bytes at DH 64) or hundreds of spilled registers (gfx90a at
+ * DH 128), so the head dimension is split across work-items and the rows live in local memory.
  *
- * attention_flash (prefill): a work-group owns BQ consecutive queries of one (batch, head), one
- * per work-item, whose scaled query and output accumulator stay in registers (DH / VW vectors
- * each). The group walks the union of its queries' visible keys in tiles of BK: the BQ
- * work-items copy a tile of K and of V into local memory together, consecutive work-items reading
- * consecutive vectors of a row (coalesced), then each scores the tile's keys against its own
- * query from local memory (every work-item reads the same address: a broadcast) with an online
- * softmax. Queries past nq still load tiles and meet every barrier; they store nothing.
+ * attention_flash (prefill): a work-group of (TPQ, BQ) work-items owns BQ consecutive queries of
+ * one (batch, head); the TPQ work-items of a query share its head dimension, work-item c owning
+ * the output vectors c, c + TPQ, ... (NA of them, in registers). The scaled queries sit in local
+ * memory. The group walks the union of its queries' visible keys in tiles of BK:
+ *   1. all work-items copy the tile's K and V rows into local memory (consecutive work-items
+ *      read consecutive vectors of a row: coalesced);
+ *   2. work-item c scores its query against keys c, c + TPQ, ... of the tile (whole dot products
+ *      from local memory) into the score tile ss[BQ][BK];
+ *   3. every work-item of a query reads its query's row of scores, takes the row's max (the
+ *      same in all TPQ work-items, so their running max m and sum l agree), and accumulates
+ *      exp2(s - m) V into its own output vectors.
+ * Queries past nq still load tiles and meet every barrier; they store nothing.
  *
  * attention_flash_split (decoding, flash-decoding): a work-group of WG work-items owns one query
  * of one (batch, head) and one split of its keys. Per tile of WG keys, work-item t scores key
@@ -23,9 +31,9 @@
  * K and V are floats or halfs (KVH 1, an F16 KV cache), as in attention.cl.
  *
  * Tunables (per call, from the host): DH (head dim), VW (floats per vector, dividing DH), BK
- * (keys per local tile, from the device's local memory), BQ (queries per group of
- * attention_flash) and WG (work-items per query of attention_flash_split, a power of two), both
- * fitted to the kernel's work-group limit.
+ * (keys per local tile, from the device's local memory), TPQ and BQ (attention_flash's group:
+ * work-items per query and queries) and WG (work-items per query of attention_flash_split, a
+ * power of two), all fitted to the kernel's work-group limit.
  */
 #ifndef VW
 #define VW 4
@@ -34,10 +42,13 @@
 #define DH 64
 #endif
 #ifndef BQ
-#define BQ 64
+#define BQ 16
+#endif
+#ifndef TPQ
+#define TPQ 4
 #endif
 #ifndef BK
-#define BK 32
+#define BK 16
 #endif
 #ifndef WG
 #define WG 64
@@ -47,9 +58,10 @@
 #endif
 
 #define NV (DH / VW)
-#define ND ((DH + WG - 1) / WG) /* output dimensions per work-item of attention_flash_split */
+#define NA ((NV + TPQ - 1) / TPQ) /* output vectors per work-item of attention_flash */
+#define ND ((DH + WG - 1) / WG)   /* output dimensions per work-item of attention_flash_split */
 
-__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
+__kernel __attribute__((reqd_work_group_size(TPQ, BQ, 1))) void
 attention_flash(const __global float *q,  /* (B, *, q_rstride) */
                 const __global kvtype *k, /* (B, >= nk, k_rstride); halfs with KVH */
                 const __global kvtype *v, /* (B, >= nk, v_rstride) */
@@ -61,21 +73,29 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
                 const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
                 const int lens_mode, const int causal, const long causal_offset, const int kv_group,
                 const int window) {
-    __local floatV ks[BK][NV], vs[BK][NV];
+    __local floatV qs[BQ][NV];          /* the group's scaled queries */
+    __local floatV ks[BK][NV], vs[BK][NV]; /* a tile of K and V rows */
+    __local float ss[BQ][BK];           /* the tile's scores, a row per query */
     __local int lims[BQ], los[BQ];
-    const int t = get_local_id(0);
-    const int i = get_global_id(0);
+    const int c = get_local_id(0), r = get_local_id(1);
+    const int t = r * TPQ + c; /* flat index in the group */
+    const int i = get_global_id(1);
     const bool active = i < nq;
-    const int bh = get_global_id(1);
+    const int bh = get_global_id(2);
     const int b = bh / heads, h = bh - b * heads;
     const int kvo = h / kv_group * DH; /* column of the K/V head (grouped-query) */
     const int ic = min(i, nq - 1);
     const int lim =
         active ? clf_visible_keys(nk, ic, b, nq, lens, lens_mode, causal, causal_offset) : 0;
     const int lo = clf_first_key(lim, window);
+    const __global float *qr = q + b * q_bstride + (long)ic * q_rstride + q_col + h * DH;
+    for (int d = c; d < NV; d += TPQ)
+        qs[r][d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
     /* The group's key range: the union of its queries' ranges (every work-item the same). */
-    lims[t] = lim;
-    los[t] = active ? lo : INT_MAX;
+    if (c == 0) {
+        lims[r] = lim;
+        los[r] = active ? lo : INT_MAX;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     int g_lim = 0, g_lo = INT_MAX;
     for (int u = 0; u < BQ; u++) {
@@ -83,50 +103,65 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
         g_lo = min(g_lo, los[u]);
     }
 
-    const __global float *qr = q + b * q_bstride + (long)ic * q_rstride + q_col + h * DH;
     const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
     const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
-    floatV qv[NV], acc[NV];
-    for (int d = 0; d < NV; d++) {
-        qv[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
-        acc[d] = (floatV)(0.0f);
-    }
+    floatV acc[NA];
+#pragma unroll
+    for (int e = 0; e < NA; e++)
+        acc[e] = (floatV)(0.0f);
     float m = CLF_NEG_BIG, l = 0.0f;
     for (int j0 = g_lo; j0 < g_lim; j0 += BK) {
         const int jn = min(BK, g_lim - j0);
-        /* Stage the tile: vector x of the tile is row x / NV, vector x % NV (coalesced). Rows past
-         * the group's range are not read. */
-        for (int x = t; x < jn * NV; x += BQ) {
+        /* 1. Stage the tile: vector x of the tile is row x / NV, vector x % NV (coalesced). Rows
+         * past the group's range are not read. */
+        for (int x = t; x < jn * NV; x += TPQ * BQ) {
             const int jj = x / NV, d = x - jj * NV;
             ks[jj][d] = KVLOAD(d, kb + (long)(j0 + jj) * k_rstride);
             vs[jj][d] = KVLOAD(d, vb + (long)(j0 + jj) * v_rstride);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int a = max(lo - j0, 0), e = min(lim - j0, jn); /* this query's keys of the tile */
-        for (int jj = a; jj < e; jj++) {
-            floatV dot = qv[0] * ks[jj][0];
+        /* 2. Scores of this query against keys c, c + TPQ, ... of the tile. */
+        for (int jj = c; jj < jn; jj += TPQ) {
+            if (jj < a || jj >= e) continue; /* masked for this query: never read */
+            floatV dot = qs[r][0] * ks[jj][0];
             for (int d = 1; d < NV; d++)
-                dot = fma(qv[d], ks[jj][d], dot);
-            const float s = HSUM(dot);
-            if (s > m + RESCALE) { /* lazy rescale; also the first key (m is the sentinel) */
-                const float corr = exp2(m - s);
-                l *= corr;
-                for (int d = 0; d < NV; d++)
-                    acc[d] *= corr;
-                m = s;
-            }
-            const float p = exp2(s - m);
+                dot = fma(qs[r][d], ks[jj][d], dot);
+            ss[r][jj] = HSUM(dot);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* 3. The row's max over this query's keys, then its weights into this work-item's
+         * output vectors. */
+        float tm = CLF_NEG_BIG;
+        for (int jj = a; jj < e; jj++)
+            tm = fmax(tm, ss[r][jj]);
+        if (tm > m + RESCALE) { /* lazy rescale; also the first key (m is the sentinel) */
+            const float corr = exp2(m - tm);
+            l *= corr;
+#pragma unroll
+            for (int u = 0; u < NA; u++)
+                acc[u] *= corr;
+            m = tm;
+        }
+        for (int jj = a; jj < e; jj++) {
+            const float p = exp2(ss[r][jj] - m);
             l += p;
-            for (int d = 0; d < NV; d++)
-                acc[d] = fma((floatV)(p), vs[jj][d], acc[d]);
+#pragma unroll
+            for (int u = 0; u < NA; u++) {
+                const int d = c + u * TPQ;
+                if (d < NV) acc[u] = fma((floatV)(p), vs[jj][d], acc[u]);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* the tile is read by all before the next overwrites it */
     }
     if (!active) return;
     __global float *orow = out + ((long)b * nq + i) * o_rstride + h * DH;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < NV; d++)
-        VSTORE(acc[d] * inv, d, orow);
+#pragma unroll
+    for (int u = 0; u < NA; u++) {
+        const int d = c + u * TPQ;
+        if (d < NV) VSTORE(acc[u] * inv, d, orow);
+    }
 }
 
 CLF_DEFINE_ROW_REDUCE(flash_max, fmax)

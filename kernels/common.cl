@@ -17,10 +17,10 @@ typedef float float1;
 typedef int int1;
 
 /* Width-1 stand-ins for vloadN/vstoreN. */
-inline float clf_vload1(size_t i, const __global float *p) {
+static inline float clf_vload1(size_t i, const __global float *p) {
     return p[i];
 }
-inline void clf_vstore1(float v, size_t i, __global float *p) {
+static inline void clf_vstore1(float v, size_t i, __global float *p) {
     p[i] = v;
 }
 #define clf_vload2   vload2
@@ -33,34 +33,34 @@ inline void clf_vstore1(float v, size_t i, __global float *p) {
 #define clf_vstore16 vstore16
 
 /* Horizontal reductions. */
-inline float clf_hsum1(float v) {
+static inline float clf_hsum1(float v) {
     return v;
 }
-inline float clf_hsum2(float2 v) {
+static inline float clf_hsum2(float2 v) {
     return v.x + v.y;
 }
-inline float clf_hsum4(float4 v) {
+static inline float clf_hsum4(float4 v) {
     return clf_hsum2(v.lo + v.hi);
 }
-inline float clf_hsum8(float8 v) {
+static inline float clf_hsum8(float8 v) {
     return clf_hsum4(v.lo + v.hi);
 }
-inline float clf_hsum16(float16 v) {
+static inline float clf_hsum16(float16 v) {
     return clf_hsum8(v.lo + v.hi);
 }
-inline float clf_hmax1(float v) {
+static inline float clf_hmax1(float v) {
     return v;
 }
-inline float clf_hmax2(float2 v) {
+static inline float clf_hmax2(float2 v) {
     return fmax(v.x, v.y);
 }
-inline float clf_hmax4(float4 v) {
+static inline float clf_hmax4(float4 v) {
     return clf_hmax2(fmax(v.lo, v.hi));
 }
-inline float clf_hmax8(float8 v) {
+static inline float clf_hmax8(float8 v) {
     return clf_hmax4(fmax(v.lo, v.hi));
 }
-inline float clf_hmax16(float16 v) {
+static inline float clf_hmax16(float16 v) {
     /* fmax's NaN rule (a NaN loses) as a plain select: Oclgrind 21.10's uninitialized-value
      * check wrongly flags fmax(float8, float8) on the halves of a float16 ("Controlflow depends
      * on uninitialized value"), the same code through a select it reads right. */
@@ -131,7 +131,7 @@ inline float clf_hmax16(float16 v) {
  */
 #define CLF_ADD(a, b) ((a) + (b))
 #define CLF_DEFINE_ROW_REDUCE(NAME, OP)                                                            \
-    inline float NAME(__local float(*red)[WG], int lr, int t, float v) {                           \
+    static inline float NAME(__local float(*red)[WG], int lr, int t, float v) {                    \
         red[lr][t] = v;                                                                            \
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
         for (int w = WG / 2; w > 0; w >>= 1) {                                                     \
@@ -149,7 +149,7 @@ inline float clf_hmax16(float16 v) {
  * (lens_mode 1: lens[b] per batch; 2: lens[b * nq + q] per query; 0: none) and, when causal, by
  * q + causal_offset + 1 (query q sits at position q + causal_offset of the key sequence).
  */
-inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *lens, int lens_mode,
+static inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *lens, int lens_mode,
                             int causal, long causal_offset) {
     long lim = n;
     if (lens_mode == 1) lim = min(lim, (long)lens[b]);
@@ -160,6 +160,6 @@ inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *l
 
 /* The first key a query sees when a sliding window keeps only the last `window` of its visible
  * keys 0 .. lim - 1 (window 0: no window, key 0). */
-inline int clf_first_key(int lim, int window) {
+static inline int clf_first_key(int lim, int window) {
     return window > 0 && lim > window ? lim - window : 0;
 }

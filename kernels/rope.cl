@@ -30,7 +30,7 @@
 #define VW 8 /* pairs per work-item */
 #endif
 
-inline void rope_pair(__global float *a, __global float *b, float c, float s) {
+static inline void rope_pair(__global float *a, __global float *b, float c, float s) {
     const float x = *a, y = *b;
     *a = x * c - y * s;
     *b = y * c + x * s;

@@ -20,12 +20,12 @@
 #endif
 
 /* Order-preserving integer image of a float (larger float, larger int). */
-inline int key_of(float v) {
+static inline int key_of(float v) {
     const int b = as_int(v);
     return b >= 0 ? b : b ^ 0x7FFFFFFF;
 }
 
-inline float score_at(const __global float *lr, const __global int *sr, int has_seen, int i,
+static inline float score_at(const __global float *lr, const __global int *sr, int has_seen, int i,
                       float penalty, float inv_t) {
     float v = lr[i];
     if (has_seen && sr[i]) v = v < 0.0f ? v * penalty : v / penalty;
@@ -34,7 +34,7 @@ inline float score_at(const __global float *lr, const __global int *sr, int has_
 
 /* Work-group reductions through local memory (every work-item calls them). */
 #define DEFINE_GROUP_REDUCE(NAME, T, OP)                                                           \
-    inline T NAME(__local T *red, int t, T v) {                                                    \
+    static inline T NAME(__local T *red, int t, T v) {                                             \
         red[t] = v;                                                                                \
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
         for (int w = WG / 2; w > 0; w >>= 1) {                                                     \

@@ -21,17 +21,7 @@ esac
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
     pocl-opencl-icd mesa-opencl-icd oclgrind libcmocka-dev libcjson-dev clinfo python3-pip)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing: ${missing[*]}"
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash scripts/install-missing.sh "${packages[@]}"
 
 build=${BUILD_DIR:-build}
 werror=OFF

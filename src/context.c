@@ -22,6 +22,14 @@ static void set_buf(const clf_context_params *p, const char *msg) {
 
 /* Common part of both constructors, after cl_ctx/device/queue are set and retained. */
 static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
+    if (p->device_profile && clf__device_profile(&ctx->info, p->device_profile) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "device_profile '%.200s' is none of nvidia, amd-cdna, amd-rdna, intel",
+                 p->device_profile);
+        set_buf(p, msg);
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
     for (int i = 0; i < CLF_FAULT_KINDS; i++)
         ctx->fault_at[i] = -1;
     ctx->loop_budget = clf__device_loop_budget(&ctx->info);
@@ -51,6 +59,7 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
      * by device type: PoCL and llvmpipe keep it in ordinary memory. */
     ctx->tunables[CLF_T_ATTENTION_LOCAL_KV] = ctx->info.local_mem_dedicated ? 1 : 0;
     if (style == CLF_DEVICE_CPU) clf__isa_defaults(&ctx->info, ctx->tunables);
+    if (style == CLF_DEVICE_GPU) clf__gpu_defaults(&ctx->info, ctx->tunables);
     ctx->disk_cache = p->disk_cache;
     if (p->disk_cache) {
         ctx->cache_dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();
@@ -59,6 +68,17 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
     if (p->kernel_dir) {
         ctx->kernel_dir = strdup(p->kernel_dir);
         if (!ctx->kernel_dir) return CLF_ERROR_OUT_OF_MEMORY;
+    }
+    if (p->program_log_dir) {
+        ctx->program_log_dir = strdup(p->program_log_dir);
+        if (!ctx->program_log_dir) return CLF_ERROR_OUT_OF_MEMORY;
+        if (clf__make_dirs(ctx->program_log_dir) != 0) {
+            char msg[600];
+            snprintf(msg, sizeof(msg), "program_log_dir '%.500s' cannot be created",
+                     p->program_log_dir);
+            set_buf(p, msg);
+            return CLF_ERROR_IO;
+        }
     }
     ctx->tuning = calloc(1, sizeof(*ctx->tuning));
     if (!ctx->tuning) return CLF_ERROR_OUT_OF_MEMORY;
@@ -116,7 +136,7 @@ clf_status clf_context_create(clf_context **out, const clf_context_params *param
     }
     st = finish_setup(ctx, p);
     if (st != CLF_SUCCESS) {
-        set_buf(p, "out of host memory");
+        if (st == CLF_ERROR_OUT_OF_MEMORY) set_buf(p, "out of host memory");
         clf_context_free(ctx);
         return st;
     }
@@ -172,7 +192,7 @@ clf_status clf_context_create_from_cl(clf_context **out, cl_context cl_ctx, cl_d
     ctx->profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) ? 1 : 0;
     clf_status st = finish_setup(ctx, p);
     if (st != CLF_SUCCESS) {
-        set_buf(p, "out of host memory");
+        if (st == CLF_ERROR_OUT_OF_MEMORY) set_buf(p, "out of host memory");
         clf_context_free(ctx);
         return st;
     }
@@ -195,6 +215,7 @@ void clf_context_free(clf_context *ctx) {
     if (ctx->tuning) free(ctx->tuning->dir);
     free(ctx->tuning);
     free(ctx->kernel_dir);
+    free(ctx->program_log_dir);
     free(ctx->tunables);
     free(ctx->tunable_set);
     free(ctx->error);

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool ci_contains(const char *hay, const char *needle);
-
 static void get_str(cl_device_id d, cl_device_info what, char *out) {
     out[0] = '\0';
     size_t n = 0;
@@ -192,7 +190,7 @@ clf_status clf_device_list(clf_device_info *infos, uint32_t capacity, uint32_t *
     return CLF_SUCCESS;
 }
 
-static bool ci_contains(const char *hay, const char *needle) {
+bool clf__ci_contains(const char *hay, const char *needle) {
     size_t nl = strlen(needle);
     if (nl == 0) return false;
     for (const char *h = hay; *h; h++) {
@@ -220,12 +218,13 @@ int64_t clf__device_loop_budget(const clf_device_info *info) {
     /* Mesa's llvmpipe exits any loop once a work-item has run 65535 iterations (all its loops
      * together; LP_MAX_TGSI_LOOP_ITERATIONS) and goes on with what it has: attention over 1024
      * keys gave wrong outputs on rusticl/llvmpipe (Mesa 22.3) until the keys were split. */
-    return ci_contains(info->name, "llvmpipe") ? 32768 : 0;
+    return clf__ci_contains(info->name, "llvmpipe") ? 32768 : 0;
 }
 
 bool clf__is_simulator(const clf_device_info *info) {
     /* Oclgrind: an instrumented interpreter that reports every device type at once. */
-    return ci_contains(info->platform_name, "oclgrind") || ci_contains(info->name, "oclgrind");
+    return clf__ci_contains(info->platform_name, "oclgrind") ||
+           clf__ci_contains(info->name, "oclgrind");
 }
 
 clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char *spec,
@@ -285,8 +284,8 @@ clf_status clf__device_match(const clf_device_info *list, uint32_t n, const char
         return CLF_ERROR_NO_DEVICE;
     }
     for (uint32_t i = 0; i < n; i++)
-        if (ci_contains(list[i].name, buf) || ci_contains(list[i].vendor, buf) ||
-            ci_contains(list[i].platform_name, buf))
+        if (clf__ci_contains(list[i].name, buf) || clf__ci_contains(list[i].vendor, buf) ||
+            clf__ci_contains(list[i].platform_name, buf))
             return *index = i, CLF_SUCCESS;
     return CLF_ERROR_NO_DEVICE;
 }

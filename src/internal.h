@@ -149,6 +149,17 @@ int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
  * 16 floats); a CPU whose native float vector is at most 8 lanes (AVX2: 16 registers) gets tiles
  * that fit 16 registers. Nothing for other device types. */
 void clf__isa_defaults(const clf_device_info *info, int64_t *tunables);
+/* GPUs: the SIMD width of the device's vendor and generation (NVIDIA 32, AMD GCN/CDNA 64, AMD
+ * RDNA 32, Intel 16), 0 for another vendor or device type. */
+int clf__gpu_wave(const clf_device_info *info);
+/* Work-group shapes by that width, over the GPU column (nothing for unknown vendors or other
+ * device types); the table is in the README's portability notes. */
+void clf__gpu_defaults(const clf_device_info *info, int64_t *tunables);
+/* Developer option clf_context_params.device_profile: makes info read as that vendor's GPU
+ * ("nvidia", "amd-cdna", "amd-rdna", "intel"); -1 for another name. */
+int clf__device_profile(clf_device_info *info, const char *profile);
+/* Case-insensitive substring test (an empty needle never matches). */
+bool clf__ci_contains(const char *hay, const char *needle);
 /* Most -D macros a kernel variant sets besides the tunables (fitted work-group sizes and
  * per-call values). */
 #define CLF_MAX_DEFINES 8
@@ -233,8 +244,9 @@ struct clf_context {
     uint64_t prof_each_ns[CLF_PROF_SLOTS], prof_each_count[CLF_PROF_SLOTS];
 
     int disk_cache;
-    char *cache_dir;  /* owned; NULL when the disk cache is off */
-    char *kernel_dir; /* owned; NULL: embedded sources */
+    char *cache_dir;       /* owned; NULL when the disk cache is off */
+    char *kernel_dir;      /* owned; NULL: embedded sources */
+    char *program_log_dir; /* owned; NULL: off (clf_context_params.program_log_dir) */
 
     char *error;   /* detail message of the last failure, owned ("" when none) */
     char *warning; /* the last warning (an ignored tuning file), owned, NULL when none */

@@ -9,10 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Writes text to dir/name unless that file exists (program_log_dir); 0 on success. */
+static int log_file(const char *dir, const char *name, const char *text) {
+    char path[1024];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) return -1;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return 0;
+    }
+    f = fopen(path, "w");
+    if (!f) return -1;
+    const bool ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
 /* Builds (through the program cache) the library program `id` with the tunables in force and
- * `n` macros set: the kernel's fitted work-group sizes and the call's defines. */
+ * `n` macros set: the kernel's fitted work-group sizes and the call's defines. With a
+ * program_log_dir, records its source and options there and gives its key's file stem. */
 static clf_status lib_program(clf_context *ctx, clf_prog_id id, const char *const *macros,
-                              const int64_t *values, int n, cl_program *out) {
+                              const int64_t *values, int n, cl_program *out, char stem[40]) {
     char options[768];
     if (clf__build_options_with(id, ctx->tunables, macros, values, n, options, sizeof(options)) !=
         0)
@@ -21,8 +37,35 @@ static clf_status lib_program(clf_context *ctx, clf_prog_id id, const char *cons
     clf_status st = clf__program_source(ctx, id, &src);
     if (st != CLF_SUCCESS) return st;
     st = clf__program_get(ctx, src, options, out);
+    if (st == CLF_SUCCESS && ctx->program_log_dir) {
+        uint64_t key[2];
+        char name[48];
+        clf__cache_key(src, options, &ctx->info, key);
+        clf__cache_file_name(key, stem);
+        stem[32] = '\0'; /* drop ".bin" */
+        snprintf(name, sizeof(name), "%s.cl", stem);
+        int rc = log_file(ctx->program_log_dir, name, src);
+        snprintf(name, sizeof(name), "%s.opts", stem);
+        if (rc == 0) rc = log_file(ctx->program_log_dir, name, options);
+        if (rc != 0)
+            st = clf__fail(ctx, CLF_ERROR_IO, "program_log_dir '%s': cannot write %s",
+                           ctx->program_log_dir, name);
+    }
     free(src);
     return st;
+}
+
+/* Appends a created kernel's line to program_log_dir/kernels.tsv. */
+static clf_status log_kernel(clf_context *ctx, const char *stem, const char *name,
+                             const size_t local[3], const char *extra) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/kernels.tsv", ctx->program_log_dir);
+    FILE *f = fopen(path, "a");
+    bool ok = f && fprintf(f, "%s\t%s\t%zu\t%zu\t%zu\t%s\t%s\n", stem, name, local[0], local[1],
+                           local[2], extra, ctx->info.name) > 0;
+    if (f) ok = (fclose(f) == 0) && ok;
+    return ok ? CLF_SUCCESS
+              : clf__fail(ctx, CLF_ERROR_IO, "program_log_dir: cannot append to %s", path);
 }
 
 /* The variant key of a kernel's defines, "NAME=value ...". false if it does not fit. */
@@ -135,7 +178,8 @@ clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const clf_defines
             values[n++] = defs->value[i];
         }
         cl_program prog;
-        clf_status st = lib_program(ctx, def->prog, macros, values, n, &prog);
+        char stem[40] = "";
+        clf_status st = lib_program(ctx, def->prog, macros, values, n, &prog, stem);
         if (st != CLF_SUCCESS) return st;
         cl_int err;
         cl_kernel k = clCreateKernel(prog, def->name, &err);
@@ -162,6 +206,11 @@ clf_status clf__kernel_fit(clf_context *ctx, clf_kernel_id id, const clf_defines
         const bool lmem_over = ctx->info.local_mem_bytes && lmem > ctx->info.local_mem_bytes;
         if (lmem_over && total / 2 < klimit) klimit = total / 2;
         if (total <= klimit && !lmem_over) {
+            if (ctx->program_log_dir &&
+                (st = log_kernel(ctx, stem, def->name, fit, extra)) != CLF_SUCCESS) {
+                clReleaseKernel(k);
+                return st;
+            }
             e = &ctx->kernels[ctx->n_kernels++];
             e->id = id;
             snprintf(e->extra, sizeof(e->extra), "%s", extra);

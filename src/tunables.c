@@ -41,10 +41,10 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_LINEAR_PACKED_4] = {CLF_PROG_LINEAR, "linear_packed_4", {NULL}, {0}},
     [CLF_K_LINEAR_TILED] = {CLF_PROG_LINEAR, "linear_tiled", {"LT_WX", "LT_WY"}, {0, 0}},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled", {"BQ"}, {0}},
-    [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {NULL}, {0}},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},
     [CLF_K_ATTENTION_TRANSPOSE] = {CLF_PROG_ATTENTION, "attention_transpose_k", {NULL}, {0}},
-    [CLF_K_ATTENTION_FLASH] = {CLF_PROG_ATTENTION_LOCAL, "attention_flash", {"BQ"}, {0}},
+    [CLF_K_ATTENTION_FLASH] = {CLF_PROG_ATTENTION_LOCAL, "attention_flash", {"TPQ", "BQ"}, {0, 0}},
     [CLF_K_ATTENTION_FLASH_SPLIT] = {CLF_PROG_ATTENTION_LOCAL,
                                      "attention_flash_split",
                                      {"WG"},
@@ -82,6 +82,56 @@ void clf__isa_defaults(const clf_device_info *info, int64_t *tunables) {
     tunables[CLF_T_ATTENTION_QB] = 12;
     tunables[CLF_T_ATTENTION_PVN] = 1;
     tunables[CLF_T_ATTENTION_UNROLL] = 32;
+}
+
+/* The SIMD width a GPU's work-groups are built from: NVIDIA's 32-wide warps; AMD's 64-wide
+ * wavefronts on GCN and CDNA (device names gfx6 .. gfx9, or a GCN marketing name), 32-wide on RDNA
+ * (gfx10 and later, where the OpenCL compiler builds wave32); Intel's compiler picks SIMD8, 16 or
+ * 32 per kernel (dg2: 16 for most of clformer's, pvc: 32), so 16. 0: unknown vendor. */
+int clf__gpu_wave(const clf_device_info *info) {
+    if (clf__ci_contains(info->vendor, "nvidia")) return 32;
+    if (clf__ci_contains(info->vendor, "advanced micro") || clf__ci_contains(info->vendor, "amd")) {
+        const char *g = strstr(info->name, "gfx");
+        return g && atoi(g + 3) >= 1000 ? 32 : 64;
+    }
+    if (clf__ci_contains(info->vendor, "intel")) return 16;
+    return 0;
+}
+
+int clf__device_profile(clf_device_info *info, const char *profile) {
+    static const struct {
+        const char *profile, *vendor, *name;
+    } k[] = {
+        {"nvidia", "NVIDIA Corporation", "NVIDIA H100 (profile nvidia)"},
+        {"amd-cdna", "Advanced Micro Devices, Inc.", "gfx90a (profile amd-cdna)"},
+        {"amd-rdna", "Advanced Micro Devices, Inc.", "gfx1100 (profile amd-rdna)"},
+        {"intel", "Intel(R) Corporation", "Intel(R) Arc(TM) A770 (profile intel)"},
+    };
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+        if (strcmp(profile, k[i].profile) == 0) {
+            snprintf(info->vendor, sizeof(info->vendor), "%s", k[i].vendor);
+            snprintf(info->name, sizeof(info->name), "%s", k[i].name);
+            info->type = CLF_DEVICE_GPU;
+            info->local_mem_dedicated = 1;
+            return 0;
+        }
+    return -1;
+}
+
+void clf__gpu_defaults(const clf_device_info *info, int64_t *tunables) {
+    if (info->type != CLF_DEVICE_GPU) return;
+    const int64_t wave = clf__gpu_wave(info);
+    if (wave == 0) return; /* the GPU column */
+    /* Reduction trees of the row kernels: 4 waves; the decoding attention group: 2 waves (one
+     * on GCN/CDNA, whose SIMDs run a 64-wide wavefront over 4 cycles); attention_flash's group:
+     * 128 work-items (64 on Intel), 4 or 2 waves: its local memory (queries, scores) grows with
+     * it, and with 256 on a 64 KiB CDNA compute unit one group filled it at Dh 128. */
+    const int64_t rows = wave * 4 > 256 ? 256 : wave * 4;
+    tunables[CLF_T_SOFTMAX_WG] = rows;
+    tunables[CLF_T_LAYERNORM_WG] = rows;
+    tunables[CLF_T_ATTENTION_FLASH_WG] = rows > 128 ? 128 : rows;
+    tunables[CLF_T_ATTENTION_LOCAL_WG] = wave >= 64 ? wave : 2 * wave;
+    tunables[CLF_T_LINEAR_SK_LW] = wave >= 64 ? wave : 2 * wave;
 }
 
 int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type) {

@@ -243,16 +243,17 @@ static void run_all(int naive) {
  * chunks of 32 keys between barriers), GPU-like (chunks of 16, one head per work-item, values a
  * whole row at a time), the row-wise kernel with vectors of 1 and up to 2 heads per work-item
  * (the split path's kernel, here without splits), and the local-memory kernels
- * (attention.LOCAL_KV): tiles of 8 keys in groups of 16 queries with float4, and tiles of 32 keys
- * in groups of 3 queries with scalars (fewer queries than a tile's keys: each work-item stages
- * several rows). */
+ * (attention.LOCAL_KV): tiles of 8 keys in groups of 16 queries of 4 work-items each with float4,
+ * and tiles of 32 keys in groups of 3 queries of 3 work-items each with scalars (fewer work-items
+ * than a tile's vectors: each stages several; a head dimension that 3 does not divide). */
 #define N_STYLES 5
 static void use_attention_style(int s) {
     const int64_t maxvw[N_STYLES] = {16, 4, 1, 4, 1}, bq[N_STYLES] = {8, 64, 3, 16, 3},
                   qb[N_STYLES] = {6, 1, 3, 1, 1}, kt[N_STYLES] = {1, 1, 0, 1, 1},
                   kc[N_STYLES] = {32, 16, 256, 256, 256}, hg[N_STYLES] = {8, 1, 2, 1, 1},
                   local[N_STYLES] = {0, 0, 0, 1, 1}, bk[N_STYLES] = {32, 32, 32, 8, 32},
-                  lwg[N_STYLES] = {16, 16, 16, 8, 32}, pvn[N_STYLES] = {1, 0, 0, 0, 0};
+                  lwg[N_STYLES] = {16, 16, 16, 8, 32}, pvn[N_STYLES] = {1, 0, 0, 0, 0},
+                  tpq[N_STYLES] = {0, 0, 0, 4, 3}, fwg[N_STYLES] = {16, 16, 16, 64, 9};
     const char *cap = getenv("CLF_TEST_MAX_VW"); /* see use_tunables */
     const int64_t vw = cap && atoi(cap) > 0 && maxvw[s] > atoi(cap) ? atoi(cap) : maxvw[s];
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.MAXVW", vw));
@@ -265,6 +266,8 @@ static void use_attention_style(int s) {
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.BK", bk[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.LOCAL_WG", lwg[s]));
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.PVN", pvn[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.TPQ", tpq[s]));
+    CLF_OK(clf_context_set_tunable(g_ctx, "attention.FLASH_WG", fwg[s]));
     /* The CPU-like style with the device's unrolling (attention.UNROLL: on CPUs the loops over
      * the register arrays unroll), the others rolled, as on GPUs: unrolled programs compile
      * several times slower, and every style is a cold compile of every head size in CI. */

@@ -527,6 +527,90 @@ static void test_kernel_dir_override(void **state) {
     clf_context_free(ctx);
 }
 
+/* Reads a whole small file into buf (NUL-terminated); the bytes read, -1 if it cannot. */
+static long read_small(const char *path, char *buf, size_t size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (long)n;
+}
+
+/* The developer option program_log_dir records each kernel the context creates: a kernels.tsv
+ * line (key, name, launched local size, defines, device) and the program's source and options
+ * under that key, which are what the library built. A folder that cannot be made fails creation
+ * with a message naming it. */
+static void test_program_log(void **state) {
+    (void)state;
+    static char tsv[8192], text[1 << 17]; /* a program: common.cl, its prelude and the file */
+    char dir[256], path[600];
+    snprintf(dir, sizeof(dir), "%s/clf-program-log-%ld", P_tmpdir, (long)getpid());
+    clf_context_params p = clf_context_default_params();
+    p.disk_cache = 0;
+    p.program_log_dir = dir;
+    clf_context *ctx = NULL;
+    CLF_OK(clf_context_create(&ctx, &p));
+    int64_t shape[2] = {3, 40};
+    clf_tensor *t = NULL;
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, shape, &t));
+    CLF_OK(clf_tensor_fill(t, 1.0));
+    CLF_OK(clf_softmax(ctx, t, t, NULL));
+    clf_tensor_free(t);
+    clf_device_info info;
+    CLF_OK(clf_context_device_info(ctx, &info));
+    clf_context_free(ctx);
+    snprintf(path, sizeof(path), "%s/kernels.tsv", dir);
+    assert_true(read_small(path, tsv, sizeof(tsv)) > 0);
+    char *line = strstr(tsv, "\tsoftmax_rows\t");
+    assert_non_null(line);
+    assert_non_null(strstr(tsv, info.name));
+    /* the key before it names a source holding the kernel, and its options */
+    assert_true(line - tsv >= 32);
+    char key[33];
+    memcpy(key, line - 32, 32);
+    key[32] = '\0';
+    snprintf(path, sizeof(path), "%s/%s.cl", dir, key);
+    assert_true(read_small(path, text, sizeof(text)) > 0);
+    assert_non_null(strstr(text, "softmax_rows"));
+    snprintf(path, sizeof(path), "%s/%s.opts", dir, key);
+    assert_true(read_small(path, text, sizeof(text)) > 0);
+    assert_non_null(strstr(text, "-DVW="));
+    /* clean up: every file is a <key>.cl / .opts or kernels.tsv */
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+
+    clf_error err;
+    p.error = &err;
+    p.program_log_dir = "/proc/clformer-cannot-make-this";
+    assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_IO);
+    assert_null(ctx);
+    assert_non_null(strstr(err.message, "/proc/clformer-cannot-make-this"));
+}
+
+/* The developer option device_profile: tunables as on that vendor's GPU (an AMD CDNA wavefront of
+ * 64: row kernels of 256); an unknown name is refused, naming it. */
+static void test_device_profile(void **state) {
+    (void)state;
+    clf_context_params p = clf_context_default_params();
+    p.disk_cache = 0;
+    p.device_profile = "amd-cdna";
+    clf_context *ctx = NULL;
+    CLF_OK(clf_context_create(&ctx, &p));
+    int64_t wg = 0, local = 0;
+    CLF_OK(clf_context_get_tunable(ctx, "softmax.WG", &wg));
+    CLF_OK(clf_context_get_tunable(ctx, "attention.LOCAL_KV", &local));
+    assert_int_equal(wg, 256);
+    assert_int_equal(local, 1);
+    clf_context_free(ctx);
+    clf_error err;
+    p.error = &err;
+    p.device_profile = "voodoo";
+    assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(err.message, "voodoo"));
+}
+
 static void test_wrap_existing_objects(void **state) {
     (void)state;
     cl_context cl_ctx = clf_context_cl_context(g_ctx);
@@ -648,6 +732,8 @@ int main(void) {
         cmocka_unit_test(test_disk_cache),
         cmocka_unit_test(test_profiling),
         cmocka_unit_test(test_kernel_dir_override),
+        cmocka_unit_test(test_program_log),
+        cmocka_unit_test(test_device_profile),
         cmocka_unit_test(test_wrap_existing_objects),
         cmocka_unit_test(test_two_threads_two_contexts),
     };

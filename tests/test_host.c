@@ -227,6 +227,72 @@ static void test_isa_defaults(void **state) {
     free(t);
 }
 
+/* GPU work-groups by the vendor's SIMD width: NVIDIA 32, AMD CDNA/GCN 64, RDNA 32, Intel 16; an
+ * unknown vendor and CPUs keep their column; every value stays legal; the developer profiles
+ * read as those vendors. */
+static void test_gpu_defaults(void **state) {
+    (void)state;
+    static const struct {
+        const char *vendor, *name;
+        int wave;
+        int64_t rows, flash, split;
+    } k[] = {
+        {"NVIDIA Corporation", "NVIDIA H200", 32, 128, 128, 64},
+        {"Advanced Micro Devices, Inc.", "gfx90a:sramecc+:xnack-", 64, 256, 128, 64},
+        {"Advanced Micro Devices, Inc.", "gfx1100", 32, 128, 128, 64},
+        {"AMD", "Fiji", 64, 256, 128, 64},
+        {"Intel(R) Corporation", "Intel(R) Arc(TM) A770 Graphics", 16, 64, 64, 32},
+        {"ARM", "Mali-G710", 0, 0, 0, 0},
+    };
+    int64_t *t = calloc(clf__tunable_count, sizeof(int64_t));
+    assert_non_null(t);
+    for (size_t c = 0; c < sizeof(k) / sizeof(k[0]); c++) {
+        clf_device_info info;
+        memset(&info, 0, sizeof(info));
+        info.type = CLF_DEVICE_GPU;
+        snprintf(info.vendor, sizeof(info.vendor), "%s", k[c].vendor);
+        snprintf(info.name, sizeof(info.name), "%s", k[c].name);
+        assert_int_equal(clf__gpu_wave(&info), k[c].wave);
+        for (size_t i = 0; i < clf__tunable_count; i++)
+            t[i] = clf__tunable_defs[i].gpu;
+        clf__gpu_defaults(&info, t);
+        if (k[c].wave == 0) { /* the GPU column */
+            for (size_t i = 0; i < clf__tunable_count; i++)
+                assert_int_equal(t[i], clf__tunable_defs[i].gpu);
+            continue;
+        }
+        assert_int_equal(t[CLF_T_SOFTMAX_WG], k[c].rows);
+        assert_int_equal(t[CLF_T_LAYERNORM_WG], k[c].rows);
+        assert_int_equal(t[CLF_T_ATTENTION_FLASH_WG], k[c].flash);
+        assert_int_equal(t[CLF_T_ATTENTION_LOCAL_WG], k[c].split);
+        for (size_t i = 0; i < clf__tunable_count; i++) {
+            const clf_tunable_def *d = &clf__tunable_defs[i];
+            assert_true(t[i] >= d->min && t[i] <= d->max);
+            if (d->pow2) assert_int_equal(t[i] & (t[i] - 1), 0);
+        }
+        info.type = CLF_DEVICE_CPU; /* CPUs keep theirs */
+        t[CLF_T_SOFTMAX_WG] = 1;
+        clf__gpu_defaults(&info, t);
+        assert_int_equal(t[CLF_T_SOFTMAX_WG], 1);
+    }
+    const char *profiles[] = {"nvidia", "amd-cdna", "amd-rdna", "intel"};
+    const int waves[] = {32, 64, 32, 16};
+    for (int i = 0; i < 4; i++) {
+        clf_device_info info;
+        memset(&info, 0, sizeof(info));
+        info.type = CLF_DEVICE_CPU;
+        assert_int_equal(clf__device_profile(&info, profiles[i]), 0);
+        assert_int_equal(info.type, CLF_DEVICE_GPU);
+        assert_int_equal(info.local_mem_dedicated, 1);
+        assert_int_equal(clf__gpu_wave(&info), waves[i]);
+    }
+    clf_device_info info;
+    memset(&info, 0, sizeof(info));
+    assert_int_equal(clf__device_profile(&info, "nvidia-ish"), -1);
+    assert_int_equal(info.type, 0); /* unchanged */
+    free(t);
+}
+
 static void test_build_options(void **state) {
     (void)state;
     int64_t *vals = calloc(clf__tunable_count, sizeof(int64_t));
@@ -342,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_wg_shrink),
         cmocka_unit_test(test_tunables),
         cmocka_unit_test(test_isa_defaults),
+        cmocka_unit_test(test_gpu_defaults),
         cmocka_unit_test(test_build_options),
         cmocka_unit_test(test_cache_key),
         cmocka_unit_test(test_cache_dir),

@@ -123,7 +123,17 @@ typedef struct clf_context_params {
     int disk_cache;         /* 1 (default): keep built programs on disk */
     const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
     const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
-    clf_error *error;       /* optional: why clf_context_create failed (no context to ask) */
+    /* Developer option (scripts/gpu-compile-check.sh): record every library kernel the context
+     * creates in this folder (made if absent): each program's full source as <key>.cl and its
+     * build options as <key>.opts, and a line per kernel in kernels.tsv: key, __kernel name,
+     * the local size it launches with (3 numbers; 1 1 1 also where the launch leaves it to the
+     * driver), the variant's per-call defines ("DH=64 VW=4 ..."), the device name. NULL: off. */
+    const char *program_log_dir;
+    /* Developer option (scripts/gpu-compile-check.sh, on Oclgrind): choose tunables as on that
+     * vendor's GPU, "nvidia", "amd-cdna" (gfx9: 64-wide wavefronts), "amd-rdna" (gfx10+: 32-wide)
+     * or "intel", whatever the device is; the device's own limits still apply. NULL: off. */
+    const char *device_profile;
+    clf_error *error; /* optional: why clf_context_create failed (no context to ask) */
     /* 1 (default): give CLBlast this device's saved GEMM tuning (clf_gemm_tune), else the
      * built-in values for its device type; 0: leave CLBlast's own defaults. CLBlast keeps
      * overrides per device for the whole process, so contexts on one device share them. */

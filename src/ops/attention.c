@@ -204,11 +204,9 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     }
     defs.name[defs.n] = "HG";
     defs.value[defs.n++] = hg;
-    cl_kernel kt, kc = NULL;
-    size_t local[3] = {bq, 1, 1}, clocal[2] = {bq, 1};
+    cl_kernel kt;
+    size_t local[3] = {bq, 1, 1};
     clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION, &defs, 3, local, &kt);
-    if (st == CLF_SUCCESS && splits > 1)
-        st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, &defs, 2, clocal, &kc);
     if (st != CLF_SUCCESS) return st;
     cl_mem part = out->mem;
     const size_t rows = (size_t)(s->batch * s->heads * s->nq);
@@ -241,13 +239,24 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                         (size_t)splits};
     if ((st = clf__launch(ctx, CLF_K_ATTENTION, kt, 3, global, local)) != CLF_SUCCESS) return st;
     if (splits == 1) return CLF_SUCCESS;
-    /* The combine: one work-item per query and head. */
-    size_t cglobal[2] = {clf__round_up((size_t)s->nq, clocal[0]), (size_t)(s->batch * s->heads)};
+    return clf__attention_combine(ctx, &defs, part, out, s, splits, vw);
+}
+
+clf_status clf__attention_combine(clf_context *ctx, const clf_defines *defs, cl_mem part,
+                                  clf_tensor *out, const att_shape *s, int64_t splits, int64_t vw) {
+    size_t local[1] = {64};
+    cl_kernel kc;
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, defs, 1, local, &kc);
+    if (st != CLF_SUCCESS) return st;
+    cl_int nq = (cl_int)s->nq, heads = (cl_int)s->heads, c_splits = (cl_int)splits;
+    cl_int orow = (cl_int)(s->heads * s->dh);
+    cl_long rows = s->batch * s->heads * s->nq;
     st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
                        &nq, sizeof(cl_int), &heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
-                       &orow, (size_t)0);
+                       &orow, sizeof(cl_long), &rows, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 2, cglobal, clocal);
+    size_t global[1] = {clf__round_up((size_t)rows * (size_t)(s->dh / vw), local[0])};
+    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 1, global, local);
 }
 
 static clf_status naive(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,

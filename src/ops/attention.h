@@ -22,4 +22,9 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
                                 const clf_tensor *v, clf_tensor *out, const clf_attention_params *d,
                                 const att_shape *s);
 
+/* attention_combine (attention.cl, program variant defs): merges the splits' partials part
+ * (B * H * nq, splits, DH + 2) into out, one work-item per output vector of vw floats. */
+clf_status clf__attention_combine(clf_context *ctx, const clf_defines *defs, cl_mem part,
+                                  clf_tensor *out, const att_shape *s, int64_t splits, int64_t vw);
+
 #endif

@@ -46,13 +46,14 @@ static flash_args make_args(const clf_attention_params *d, const att_shape *s) {
     return a;
 }
 
-/* attention_flash: BQ queries per group, tiles of bk keys. */
+/* attention_flash: groups of (tpq, bq) work-items, tpq per query, bq queries; tiles of bk keys
+ * (in defs). */
 static clf_status flash(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                         const clf_tensor *v, clf_tensor *out, const att_shape *s,
-                        const clf_defines *defs, const flash_args *a) {
-    size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_ATTENTION_BQ), 1};
+                        const clf_defines *defs, const flash_args *a, int64_t tpq, int64_t bq) {
+    size_t local[3] = {(size_t)tpq, (size_t)bq, 1};
     cl_kernel kf;
-    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_FLASH, defs, 2, local, &kf);
+    clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_FLASH, defs, 3, local, &kf);
     if (st != CLF_SUCCESS) return st;
     st = clf__set_args(ctx, kf, sizeof(cl_mem), &q->mem, sizeof(cl_mem), &k->mem, sizeof(cl_mem),
                        &v->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int), &a->nq, sizeof(cl_int),
@@ -64,8 +65,9 @@ static clf_status flash(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                        sizeof(cl_int), &a->causal, sizeof(cl_long), &a->coff, sizeof(cl_int),
                        &a->kv_group, sizeof(cl_int), &s->window, (size_t)0);
     if (st != CLF_SUCCESS) return st;
-    size_t global[2] = {clf__round_up((size_t)s->nq, local[0]), (size_t)(s->batch * s->heads)};
-    return clf__launch(ctx, CLF_K_ATTENTION_FLASH, kf, 2, global, local);
+    size_t global[3] = {local[0], clf__round_up((size_t)s->nq, local[1]),
+                        (size_t)(s->batch * s->heads)};
+    return clf__launch(ctx, CLF_K_ATTENTION_FLASH, kf, 3, global, local);
 }
 
 /* attention_flash_split: one group of wg work-items per query, head and split of split_keys
@@ -73,12 +75,10 @@ static clf_status flash(clf_context *ctx, const clf_tensor *q, const clf_tensor 
 static clf_status flash_split(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
                               const clf_tensor *v, clf_tensor *out, const att_shape *s,
                               const clf_defines *defs, const flash_args *a, size_t wg,
-                              int64_t splits, int64_t split_keys) {
-    size_t local[3] = {wg, 1, 1}, clocal[2] = {(size_t)clf__tun(ctx, CLF_T_ATTENTION_BQ), 1};
-    cl_kernel ks, kc = NULL;
+                              int64_t splits, int64_t split_keys, int64_t vw) {
+    size_t local[3] = {wg, 1, 1};
+    cl_kernel ks;
     clf_status st = clf__kernel_fit(ctx, CLF_K_ATTENTION_FLASH_SPLIT, defs, 3, local, &ks);
-    if (st == CLF_SUCCESS && splits > 1)
-        st = clf__kernel_fit(ctx, CLF_K_ATTENTION_COMBINE, defs, 2, clocal, &kc);
     if (st != CLF_SUCCESS) return st;
     cl_mem part = out->mem;
     if (splits > 1) {
@@ -103,12 +103,7 @@ static clf_status flash_split(clf_context *ctx, const clf_tensor *q, const clf_t
     size_t global[3] = {local[0] * (size_t)s->nq, (size_t)(s->batch * s->heads), (size_t)splits};
     st = clf__launch(ctx, CLF_K_ATTENTION_FLASH_SPLIT, ks, 3, global, local);
     if (st != CLF_SUCCESS || splits == 1) return st;
-    size_t cglobal[2] = {clf__round_up((size_t)s->nq, clocal[0]), (size_t)(s->batch * s->heads)};
-    st = clf__set_args(ctx, kc, sizeof(cl_mem), &part, sizeof(cl_mem), &out->mem, sizeof(cl_int),
-                       &a->nq, sizeof(cl_int), &a->heads, sizeof(cl_int), &c_splits, sizeof(cl_int),
-                       &a->orow, (size_t)0);
-    if (st != CLF_SUCCESS) return st;
-    return clf__launch(ctx, CLF_K_ATTENTION_COMBINE, kc, 2, cglobal, clocal);
+    return clf__attention_combine(ctx, defs, part, out, s, splits, vw);
 }
 
 clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf_tensor *k,
@@ -119,30 +114,43 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
     while (s->dh % vw)
         vw /= 2;
     const int64_t nv = s->dh / vw;
-    /* Keys per tile: K and V rows of the tile (2 Dh floats a key) in at most half the device's
-     * local memory, so that two groups can be resident (and the bounds arrays fit). */
-    const uint64_t lmem = ctx->info.local_mem_bytes ? ctx->info.local_mem_bytes : 16384;
-    int64_t bk = clf__tun(ctx, CLF_T_ATTENTION_BK);
-    while (bk > 1 && (uint64_t)bk * 2 * (uint64_t)s->dh * sizeof(float) > lmem / 2)
-        bk /= 2;
     /* Work-items per query of the split kernel: at most one per key of a split, a power of two
      * (its reduction trees); clf__kernel_fit may lower it further to the kernel's limit. */
     int64_t split_keys = clf__tun(ctx, CLF_T_ATTENTION_SPLIT_KEYS);
     int64_t wg = clf__tun(ctx, CLF_T_ATTENTION_LOCAL_WG);
     if (wg > split_keys) wg = floor_pow2(split_keys);
     bool use_split = s->nq <= clf__tun(ctx, CLF_T_ATTENTION_SPLIT_NQ);
+    /* attention_flash's group: tpq work-items per query, each with na of its nv output vectors
+     * (attention.TPQ, else at most 16 floats each), and as many queries as fill FLASH_WG. */
+    int64_t tpq = clf__tun(ctx, CLF_T_ATTENTION_TPQ);
+    if (tpq <= 0) tpq = (s->dh + 15) / 16;
+    if (tpq > nv) tpq = nv;
+    int64_t bq = clf__tun(ctx, CLF_T_ATTENTION_FLASH_WG) / tpq;
+    if (bq < 1) bq = 1;
+    const int64_t na = (nv + tpq - 1) / tpq;
+    /* Keys per tile: attention_flash's local arrays (bq queries and a tile of K and V rows, Dh
+     * floats each, and bq x bk scores) in at most half the device's local memory, so that two
+     * groups can be resident (a kernel that still does not fit is built again with half the
+     * tile). */
+    const uint64_t lmem = ctx->info.local_mem_bytes ? ctx->info.local_mem_bytes : 16384;
+    int64_t bk = clf__tun(ctx, CLF_T_ATTENTION_BK);
+    while (bk > 1 && (uint64_t)(bq * s->dh + 2 * bk * s->dh + bq * bk) * sizeof(float) > lmem / 2)
+        bk /= 2;
     /* A device that runs only so many loop iterations per work-item (clf_context.loop_budget):
      * count every loop's trips as if none were unrolled. attention_flash, per tile of bk keys:
-     * the staging loop, and per key the score, rescale and value loops; past the budget the
+     * the staging loop, the score loop over its keys, and per key of the row the max, the
+     * value loop over its vectors; past the budget the
      * split kernel takes every query, its keys per split capped so a work-item stays within it
      * (per tile of wg keys: the score loop, two reduction trees, the value loop over wg keys). */
     const int64_t budget = ctx->loop_budget;
     if (budget > 0) {
-        int64_t bq = clf__tun(ctx, CLF_T_ATTENTION_BQ), nd = (s->dh + wg - 1) / wg, lg = 0;
+        int64_t nd = (s->dh + wg - 1) / wg, lg = 0;
         while ((1LL << lg) < wg)
             lg++;
-        const int64_t tile_f = (bk * nv + bq - 1) / bq + bk * (3 * nv + 2) + 2;
-        if (!use_split && (s->nk + bk - 1) / bk * tile_f + bq + nv > budget) use_split = true;
+        const int64_t tile_f = (bk * nv + tpq * bq - 1) / (tpq * bq) +
+                               (bk + tpq - 1) / tpq * (nv + 1) + bk * (na + 2) + na + 2;
+        if (!use_split && (s->nk + bk - 1) / bk * tile_f + bq + 2 * na + nv > budget)
+            use_split = true;
         const int64_t tile_s = nv + 2 * lg + 4 + wg * (nd + 1) + 4;
         int64_t keys = (budget - 2 * lg - nv - 8) / tile_s * wg;
         if (keys < wg) keys = wg;
@@ -154,12 +162,14 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
          * twice): a smaller tile while the kernel does not fit. */
         for (;; bk /= 2) {
             clf_defines defs = {4, {"DH", "VW", "BK", "KVH"}, {s->dh, vw, bk, s->kv_half}};
-            clf_status st = flash(ctx, q, k, v, out, s, &defs, &a);
+            clf_status st = flash(ctx, q, k, v, out, s, &defs, &a, tpq, bq);
             if (st != CLF_ERROR_UNSUPPORTED || bk == 1) return st;
             clf__clear_error(ctx);
         }
     }
     const int64_t splits = s->nk > split_keys ? (s->nk + split_keys - 1) / split_keys : 1;
-    clf_defines defs = {3, {"DH", "VW", "KVH"}, {s->dh, vw, s->kv_half}};
-    return flash_split(ctx, q, k, v, out, s, &defs, &a, (size_t)wg, splits, split_keys);
+    /* BK too: the program holds attention_flash as well, whose tiles must fit local memory for
+     * the program to build at all (a GPU compiler rejects it, at DH 256 with the default BK). */
+    clf_defines defs = {4, {"DH", "VW", "BK", "KVH"}, {s->dh, vw, bk, s->kv_half}};
+    return flash_split(ctx, q, k, v, out, s, &defs, &a, (size_t)wg, splits, split_keys, vw);
 }
