@@ -56,11 +56,13 @@ if [ "$mode" = bench ]; then
     exec "$build/tools/clformer-bench" --quick --json "$build/bench.json"
 fi
 cd "$build"
+# Test programs run side by side, one per core (most of a cold run is single-threaded kernel
+# compiles); the one that times the library (test_bench) runs alone (RUN_SERIAL).
 if [ "$oclgrind" = 1 ]; then
     [ "$sanitize" = ON ] && { echo "run.sh: the Oclgrind label is not part of the sanitizer build" >&2; exit 2; }
-    exec ctest --output-on-failure -j1 -L oclgrind
+    exec ctest --output-on-failure -j"$(nproc)" -L oclgrind
 fi
-[ "$sanitize" = ON ] || exec ctest --output-on-failure -j1 -LE oclgrind
+[ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE oclgrind
 
 # LeakSanitizer's own stop-the-world tracer sometimes crashes at exit ("Tracer caught signal 11",
 # "LeakSanitizer has encountered a fatal error") after every test in the program has passed: a
@@ -68,7 +70,7 @@ fi
 # failed only that way run once more; any other failure (an ASan/UBSan/leak report, a failed
 # assertion, a timeout) stands.
 log=$(mktemp)
-if ctest --output-on-failure -j1 -LE oclgrind 2>&1 | tee "$log"; then
+if ctest --output-on-failure -j"$(nproc)" -LE oclgrind 2>&1 | tee "$log"; then
     rm -f "$log"
     exit 0
 fi
@@ -78,7 +80,7 @@ if [ "$failed" -gt 0 ] && [ "$failed" = "$tracer" ] &&
     ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error|\[  FAILED  \]' "$log"; then
     echo "run.sh: LeakSanitizer's tracer crashed after $failed passing test program(s); running them once more" >&2
     rm -f "$log"
-    exec ctest --rerun-failed --output-on-failure -j1 -LE oclgrind
+    exec ctest --rerun-failed --output-on-failure -j"$(nproc)" -LE oclgrind
 fi
 rm -f "$log"
 exit 1

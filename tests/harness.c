@@ -74,6 +74,41 @@ int harness_in_ci(void) {
     return ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0;
 }
 
+/* CLF_TEST_SKIP="test_a,test_b": every test but those (a test program split across two CTest
+ * entries, run side by side: the other entry takes them with CLF_TEST_ONLY). A name that matches
+ * nothing fails, as for CLF_TEST_ONLY. */
+static int run_skipping(const char *name, const struct CMUnitTest *tests, size_t count,
+                        const char *skip) {
+    struct CMUnitTest *picked = calloc(count ? count : 1, sizeof(*picked));
+    char *list = strdup(skip);
+    if (!picked || !list) {
+        free(picked);
+        free(list);
+        return 1;
+    }
+    unsigned char *drop = calloc(count ? count : 1, 1);
+    int missing = drop == NULL;
+    for (char *tok = strtok(list, ", "); tok && drop; tok = strtok(NULL, ", ")) {
+        size_t i = 0;
+        while (i < count && strcmp(tests[i].name, tok) != 0)
+            i++;
+        if (i == count) {
+            fprintf(stderr, "%s: CLF_TEST_SKIP names '%s', which is no test here\n", name, tok);
+            missing = 1;
+        } else {
+            drop[i] = 1;
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; drop && i < count; i++)
+        if (!drop[i]) picked[n++] = tests[i];
+    int rc = missing ? 1 : _cmocka_run_group_tests(name, picked, n, harness_setup, harness_teardown);
+    free(drop);
+    free(list);
+    free(picked);
+    return rc;
+}
+
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) {
     uint32_t n = 0;
     if (clf_device_list(NULL, 0, &n) != CLF_SUCCESS || n == 0) {
@@ -87,6 +122,8 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) 
     /* CLF_TEST_ONLY="test_a,test_b": only those (the Oclgrind label runs subsets this way). A
      * name that matches nothing fails, so a typo cannot pass. */
     const char *only = getenv("CLF_TEST_ONLY");
+    const char *skip = getenv("CLF_TEST_SKIP");
+    if ((!only || !*only) && skip && *skip) return run_skipping(name, tests, count, skip);
     if (!only || !*only)
         return _cmocka_run_group_tests(name, tests, count, harness_setup, harness_teardown);
     struct CMUnitTest *picked = calloc(count ? count : 1, sizeof(*picked));
