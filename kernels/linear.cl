@@ -5,7 +5,8 @@
  *   pack_panels / linear_packed: W packed once into panels of PK_NV * VW output columns, each
  *             panel (in, PK_NV * VW) contiguous: a work-item keeps PK_R rows x PK_NV vectors of
  *             outputs in registers and, per k, broadcasts PK_R scalars of x against PK_NV vectors
- *             of the panel (CPUs).
+ *             of the panel (CPUs). With strides, a batch and alpha/beta they are also clf_matmul's
+ *             GEMM on CPUs (src/ops/gemm.c packs op(B) per call).
  * Activations: activation.cl (prepended). Larger products on other devices go through CLBlast
  * (src/ops/linear.c).
  *
@@ -131,30 +132,52 @@ linear_rows(const __global float *x,                              /* (total_rows
     }
 }
 
-/* wp[b][k][c] = w[b * PW + c][k] (0 past the last row of w), PW = PK_NV * VW: one item per
+/* wp[t][b][k][c] = W_t[b * PW + c][k] (0 past the last row of W), PW = PK_NV * VW, where
+ * W_t[o][k] = w[w_off + t * w_bs + o * w_os + k * w_ks]: (out, in) weights (w_os = in, w_ks = 1), or
+ * clf_matmul's op(B) as W^T in either layout, for each of the batch's matrices t. One item per
  * element of the packed panels. */
-__kernel void pack_panels(const __global WBITS *w, /* (out, in); halfs as their bits */
-                          __global WBITS *wp,      /* (ceil(out / PW), in, PW) */
+__kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
+                          const long w_off, const long w_os, const long w_ks, const long w_bs,
+                          __global WBITS *wp, /* (batch, ceil(out / PW), in, PW) */
                           const int in, const int out) {
     const int pw = PK_NV * VW;
-    const int c = (int)get_global_id(0), k = (int)get_global_id(1), b = (int)get_global_id(2);
+    const int nb = (out + pw - 1) / pw;
+    const int c = (int)get_global_id(0), k = (int)get_global_id(1), g = (int)get_global_id(2);
+    const int t = g / nb, b = g - t * nb;
     const int o = b * pw + c;
-    wp[((long)b * in + k) * pw + c] = o < out ? w[(long)o * in + k] : (WBITS)0; /* +0 either way */
+    wp[((long)g * in + k) * pw + c] =
+        o < out ? w[w_off + t * w_bs + o * w_os + k * w_ks] : (WBITS)0; /* +0 either way */
 }
 
-/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) from the packed panels of w. Work-group (one
- * item) (g0, g1) in grouped order (see linear_rows) computes rows R g .. + R - 1 of panel b; the
- * bias and activation run on whole vectors. R is PK_R in linear_packed; linear_packed_1, _2 and
- * _4 are the same code at fewer rows (a decode step: one token would otherwise also multiply
- * PK_R - 1 rows of zeros), specialized by inlining with R a constant.
+/* The operands of the packed kernels: x (rows, in) with row stride x_rs and column stride x_ks
+ * (clf_matmul's op(A): a transposed A swaps them), y (rows, out) with row stride y_rs, each of
+ * the batch's matrices t at x_off + t * x_bs, t * wp_bs, y_off + t * y_bs (get_group_id(2)). */
+typedef struct packed_args {
+    const __global float *x;
+    long x_rs, x_ks;
+    int rows;
+    const __global wtype *wp;
+    const __global float *bias;
+    int has_bias, act;
+    __global float *y;
+    long y_rs;
+    float alpha, beta;
+    int in, out;
+} packed_args;
+
+/* y[r, o] = alpha act(sum_k x[r, k] w[o, k] + bias[o]) + beta y[r, o] (y is not read when beta
+ * is 0) from the packed panels of w. Work-group (one item) (g0, g1) in grouped order (see
+ * linear_rows) computes rows R g .. + R - 1 of panel b; the bias and activation run on whole
+ * vectors. R is PK_R in linear_packed; linear_packed_1, _2 and _4 are the same code at fewer
+ * rows (a decode step: one token would otherwise also multiply PK_R - 1 rows of zeros),
+ * specialized by inlining with R a constant.
  * Every loop over rows and vectors is unrolled by pragma: without it PoCL 3.1 (LLVM 15) kept the
  * R x PK_NV accumulators in a stack array, each FMA a load and a store (perf annotate on Zen 4),
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
-static inline void packed_rows(const __global float *x, const int rows, const __global wtype *wp,
-                               const __global float *bias, const int has_bias, const int act,
-                               __global float *y, const int in, const int out, const int R) {
+static inline void packed_rows(const packed_args a, const int R) {
     const int pw = PK_NV * VW;
+    const int rows = a.rows, in = a.in, out = a.out;
     const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
     const int pid = (int)get_group_id(0) + (int)get_group_id(1) * n0;
     const int first = pid / (PK_GM * n0) * PK_GM;
@@ -170,13 +193,14 @@ static inline void packed_rows(const __global float *x, const int rows, const __
 #pragma unroll
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
-    const __global wtype *panel = wp + (long)b * in * pw;
+    const __global wtype *panel = a.wp + (long)b * in * pw;
     /* Rows past the last (a partial block) read the last row again: their sums are never
      * stored, and the loop stays free of selects. */
     const __global float *xr[PK_R > 4 ? PK_R : 4];
 #pragma unroll
     for (int r = 0; r < R; r++)
-        xr[r] = x + (long)(r0 + min(r, nr - 1)) * in;
+        xr[r] = a.x + (long)(r0 + min(r, nr - 1)) * a.x_rs;
+    const long xk = a.x_ks;
     for (int k = 0; k < in; k++) {
         floatV wv[PK_NV];
 #pragma unroll
@@ -184,13 +208,14 @@ static inline void packed_rows(const __global float *x, const int rows, const __
             wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const floatV xs = (floatV)(xr[r][k]);
+            const floatV xs = (floatV)(xr[r][k * xk]);
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 acc[r][j] = fma(xs, wv[j], acc[r][j]);
         }
     }
     const int o0 = b * pw;
+    const float alpha = a.alpha, beta = a.beta;
     /* Constant trip counts with guards (a loop with a break does not unroll), so acc is indexed
      * by constants only and stays in registers. */
 #pragma unroll
@@ -198,12 +223,14 @@ static inline void packed_rows(const __global float *x, const int rows, const __
         const int c0 = o0 + j * VW;
         const bool full = c0 + VW <= out;
         floatV bv = (floatV)(0.0f);
-        if (has_bias && full) bv = VLOAD(0, bias + c0);
+        if (a.has_bias && full) bv = VLOAD(0, a.bias + c0);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            __global float *yr = y + (long)(r0 + r) * out;
+            __global float *yr = a.y + (long)(r0 + r) * a.y_rs;
             if (r < nr && full) {
-                VSTORE(act_v(acc[r][j] + bv, act), 0, yr + c0);
+                floatV v = alpha * act_v(acc[r][j] + bv, a.act);
+                if (beta != 0.0f) v = fma((floatV)(beta), VLOAD(0, yr + c0), v);
+                VSTORE(v, 0, yr + c0);
             } else if (r < nr && c0 < out) {
                 float t[VW];
 #if VW == 1
@@ -211,8 +238,11 @@ static inline void packed_rows(const __global float *x, const int rows, const __
 #else
                 CLF_CAT(vstore, VW)(acc[r][j], 0, t);
 #endif
-                for (int c = 0; c < out - c0; c++)
-                    yr[c0 + c] = act_s(t[c] + (has_bias ? bias[c0 + c] : 0.0f), act);
+                for (int c = 0; c < out - c0; c++) {
+                    float v = alpha * act_s(t[c] + (a.has_bias ? a.bias[c0 + c] : 0.0f), a.act);
+                    if (beta != 0.0f) v = fma(beta, yr[c0 + c], v);
+                    yr[c0 + c] = v;
+                }
             }
         }
     }
@@ -220,10 +250,15 @@ static inline void packed_rows(const __global float *x, const int rows, const __
 
 #define LINEAR_PACKED(name, R)                                                                     \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
-        const __global float *x, const int rows, const __global wtype *wp,                         \
+        const __global float *x, const long x_off, const long x_rs, const long x_ks,               \
+        const long x_bs, const int rows, const __global wtype *wp, const long wp_bs,               \
         const __global float *bias, const int has_bias, const int act, __global float *y,          \
+        const long y_off, const long y_rs, const long y_bs, const float alpha, const float beta,   \
         const int in, const int out) {                                                             \
-        packed_rows(x, rows, wp, bias, has_bias, act, y, in, out, (R));                            \
+        const long t = get_group_id(2);                                                            \
+        const packed_args a = {x + x_off + t * x_bs, x_rs, x_ks, rows, wp + t * wp_bs, bias,      \
+                               has_bias, act, y + y_off + t * y_bs, y_rs, alpha, beta, in, out};  \
+        packed_rows(a, (R));                                                                       \
     }
 LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)

@@ -104,20 +104,40 @@ fi
 
 pass=0 fail=0 skip=0 failed=""
 : >"$out/tests.log"
-for t in "$dir"/bin/test_* "$dir"/bin/replay_*; do
+# Test programs run side by side, up to one per core (at most 4): most of a cold run is kernel
+# compiles on the host. test_bench times the library, so it runs alone, last.
+logs=$(mktemp -d)
+jobs_max=$(nproc)
+[ "$jobs_max" -gt 4 ] && jobs_max=4
+run_one() { # run_one PROGRAM: its output, exit status and seconds into $logs/NAME.*
+    local t=$1 name args t0=$SECONDS
     name=$(basename "$t")
     case "$name" in
     replay_*) args="$PWD/tests/fuzz/corpus/${name#replay_}" ;;
     *) args="" ;;
     esac
-    t0=$SECONDS
     # shellcheck disable=SC2086
-    timeout 600 "$t" $args >>"$out/tests.log" 2>&1
-    rc=$?
-    if [ $rc -eq 0 ]; then
+    timeout 600 "$t" $args >"$logs/$name.log" 2>&1
+    echo $? >"$logs/$name.rc"
+    echo $((SECONDS - t0)) >"$logs/$name.s"
+}
+programs=()
+for t in "$dir"/bin/test_* "$dir"/bin/replay_*; do
+    [ "$(basename "$t")" = test_bench ] && continue
+    programs+=("$t")
+    run_one "$t" &
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+done
+wait
+[ -x "$dir/bin/test_bench" ] && programs+=("$dir/bin/test_bench") && run_one "$dir/bin/test_bench"
+for t in "${programs[@]}"; do
+    name=$(basename "$t")
+    cat "$logs/$name.log" >>"$out/tests.log"
+    rc=$(cat "$logs/$name.rc")
+    if [ "$rc" -eq 0 ]; then
         pass=$((pass + 1))
         status=passed
-    elif [ $rc -eq 77 ]; then
+    elif [ "$rc" -eq 77 ]; then
         skip=$((skip + 1))
         status=skipped
     else
@@ -125,8 +145,9 @@ for t in "$dir"/bin/test_* "$dir"/bin/replay_*; do
         failed="$failed $name"
         status="FAILED ($rc)"
     fi
-    printf '%-28s %-12s %4d s\n' "$name" "$status" $((SECONDS - t0)) | tee -a "$out/summary.txt"
+    printf '%-28s %-12s %4d s\n' "$name" "$status" "$(cat "$logs/$name.s")" | tee -a "$out/summary.txt"
 done
+rm -rf "$logs"
 
 bench_rc=0
 timeout 900 "$dir/bin/clformer-bench" --quick --json "$out/bench.json" >"$out/bench.txt" \

@@ -380,6 +380,29 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
  * 83.9 tokens/s on Zen 4). */
 int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows);
 
+/* One launch of the packed kernels (linear.cl's packed_args): for each of `batch` matrices t,
+ * y[r, o] = alpha act(sum_k x[r, k] w[o, k] + bias[o]) + beta y[r, o] (y not read when beta is
+ * 0), x[r, k] at x_off + t x_bs + r x_rs + k x_ks, y[r, o] at y_off + t y_bs + r y_rs + o, the
+ * panels of w (clf__pack_panels) at t wp_bs. */
+typedef struct clf_packed_call {
+    cl_mem x;
+    int64_t x_off, x_rs, x_ks, x_bs, rows;
+    cl_mem wp;
+    int64_t wp_bs;
+    int half;    /* F16 panels */
+    cl_mem bias; /* (out), or NULL */
+    int has_bias, act;
+    cl_mem y;
+    int64_t y_off, y_rs, y_bs;
+    float alpha, beta;
+    int64_t in, out, batch;
+} clf_packed_call;
+clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c);
+/* Packs `batch` matrices W_t (out, in), W_t[o][k] at w + off + t bs + o os + k ks, into panels
+ * wp (batch, ceil(out / PW), in, PW), PW = linear.PK_NV x linear.VW. */
+clf_status clf__pack_panels(clf_context *ctx, cl_mem w, int half, int64_t off, int64_t os,
+                            int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
+                            cl_mem wp);
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y);

@@ -102,7 +102,8 @@ static int run_skipping(const char *name, const struct CMUnitTest *tests, size_t
     size_t n = 0;
     for (size_t i = 0; drop && i < count; i++)
         if (!drop[i]) picked[n++] = tests[i];
-    int rc = missing ? 1 : _cmocka_run_group_tests(name, picked, n, harness_setup, harness_teardown);
+    int rc =
+        missing ? 1 : _cmocka_run_group_tests(name, picked, n, harness_setup, harness_teardown);
     free(drop);
     free(list);
     free(picked);

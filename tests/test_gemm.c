@@ -87,6 +87,46 @@ static void test_matmul_batched(void **state) {
     run_matmul(0, 0, 1, 1, 1000, 6, 1.0f, 0.0f);
 }
 
+/* Both routes on any device: the packed kernels (linear.PACK 1, the CPU default) and CLBlast
+ * (0), with transposes, alpha/beta, batches and a B shared by the batch (b_stride 0, as grouped-
+ * query attention's naive path passes), at sizes that are no multiple of a panel or a row block. */
+static void test_matmul_routes(void **state) {
+    (void)state;
+    rng_seed(54);
+    int64_t pack0 = 0;
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.PACK", &pack0));
+    for (int pack = 0; pack < 2; pack++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack));
+        for (int t = 0; t < 4; t++) {
+            run_matmul(t & 1, t >> 1, 37, 45, 29, 1, 1.0f, 0.0f);
+            run_matmul(t & 1, t >> 1, 3, 70, 33, 2, -0.5f, 0.75f);
+        }
+        const int64_t B = 3, m = 11, n = 19, k = 23;
+        int64_t sa[3] = {B, m, k}, sb[2] = {n, k}, sc[3] = {B, m, n};
+        float *a = rng_floats(B * m * k), *b = rng_floats(n * k);
+        clf_tensor *ta = tensor_from(CLF_F32, 3, sa, a), *tb = tensor_from(CLF_F32, 2, sb, b);
+        clf_tensor *tc = tensor_poisoned(CLF_F32, 3, sc);
+        CLF_OK(clf_gemm_strided_batched(g_ctx, CLF_NO_TRANS, CLF_TRANS, m, n, k, 2.0f, ta, 0, k,
+                                        m * k, tb, 0, k, 0, 0.0f, tc, 0, n, m * n, B));
+        float *got = tensor_to_host(tc);
+        double *want = malloc(sizeof(double) * (size_t)(B * m * n));
+        double *mag = malloc(sizeof(double) * (size_t)(B * m * n));
+        for (int64_t i = 0; i < B; i++)
+            ref_gemm(0, 1, m, n, k, 2.0, a + i * m * k, k, b, k, 0.0, NULL, want + i * m * n, n,
+                     mag + i * m * n);
+        check_gemm(pack ? "shared B, packed" : "shared B, CLBlast", got, want, mag, B * m * n, k);
+        free(got);
+        free(want);
+        free(mag);
+        free(a);
+        free(b);
+        clf_tensor_free(ta);
+        clf_tensor_free(tb);
+        clf_tensor_free(tc);
+    }
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack0));
+}
+
 /* Per-head products straight out of a fused QKV projection (B, N, 3 * H * Dh): for each batch,
  * H products Q_h K_h^T of (N, Dh) x (Dh, N), with row stride 3 H Dh and head stride Dh. */
 static void test_strided_heads(void **state) {
@@ -146,6 +186,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_shapes),
         cmocka_unit_test(test_matmul_batched),
         cmocka_unit_test(test_strided_heads),
+        cmocka_unit_test(test_matmul_routes),
     };
     return HARNESS_RUN("gemm", tests);
 }

@@ -124,9 +124,11 @@ CLF_API clf_status clf_gated_act(clf_context *ctx, const clf_tensor *gate, const
 CLF_API clf_status clf_add(clf_context *ctx, const clf_tensor *a, const clf_tensor *b,
                            clf_tensor *out);
 
-/* ---------------------------------------------------------------- matrix products (CLBlast)
- * Row-major single precision GEMMs on the context's queue. CLBlast's errors map to
- * CLF_ERROR_CLBLAST (OpenCL errors it reports pass through) with a detail message. */
+/* ---------------------------------------------------------------- matrix products
+ * Row-major single precision GEMMs on the context's queue. On CPUs (tunable linear.PACK, 1 there)
+ * through clformer's packed kernels (op(b) packed into the context's scratch per call), elsewhere
+ * through CLBlast, whose errors map to CLF_ERROR_CLBLAST (OpenCL errors it reports pass through)
+ * with a detail message. */
 
 typedef enum { CLF_NO_TRANS = 0, CLF_TRANS = 1 } clf_transpose;
 

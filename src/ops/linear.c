@@ -184,6 +184,64 @@ void clf_linear_weights_free(clf_linear_weights *w) {
     free(w);
 }
 
+clf_status clf__pack_panels(clf_context *ctx, cl_mem w, int half, int64_t off, int64_t os,
+                            int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
+                            cl_mem wp) {
+    const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
+    const int64_t nb = (out + pw - 1) / pw;
+    clf_status st = clf__check_int(ctx, nb * pw, "pack: output size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, in, "pack: input size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, nb * batch, "pack: panels");
+    if (st != CLF_SUCCESS) return st;
+    cl_kernel k;
+    size_t none[3] = {1, 1, 1}; /* launched with no local size */
+    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, half ? &k_half_weights : NULL, 3, none,
+                              &k)) != CLF_SUCCESS)
+        return st;
+    cl_long c_off = off, c_os = os, c_ks = ks, c_bs = bs;
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &w, sizeof(cl_long), &c_off, sizeof(cl_long), &c_os,
+                       sizeof(cl_long), &c_ks, sizeof(cl_long), &c_bs, sizeof(cl_mem), &wp,
+                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
+    const size_t global[3] = {(size_t)pw, (size_t)in, (size_t)(nb * batch)};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_PANELS, k, 3, global, NULL);
+    return st;
+}
+
+clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c) {
+    clf_status st = check_sizes(ctx, c->rows, c->in, c->out);
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, c->batch, "batch");
+    if (st != CLF_SUCCESS) return st;
+    const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
+    const int64_t R = clf__linear_packed_rows(ctx, c->rows);
+    const clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
+                              : R == 1                              ? CLF_K_LINEAR_PACKED_1
+                              : R == 2                              ? CLF_K_LINEAR_PACKED_2
+                                                                    : CLF_K_LINEAR_PACKED_4;
+    size_t local[3] = {1, 1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
+    cl_kernel k;
+    if ((st = clf__kernel_fit(ctx, kid, c->half ? &k_half_weights : NULL, 3, local, &k)) !=
+        CLF_SUCCESS)
+        return st;
+    cl_mem bm = c->has_bias ? c->bias : c->wp;
+    cl_long x_off = c->x_off, x_rs = c->x_rs, x_ks = c->x_ks, x_bs = c->x_bs, wp_bs = c->wp_bs;
+    cl_long y_off = c->y_off, y_rs = c->y_rs, y_bs = c->y_bs;
+    cl_int rows = (cl_int)c->rows, has_bias = c->has_bias, act = c->act, in = (cl_int)c->in,
+           out = (cl_int)c->out;
+    float alpha = c->alpha, beta = c->beta;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &c->x, sizeof(cl_long), &x_off, sizeof(cl_long),
+                       &x_rs, sizeof(cl_long), &x_ks, sizeof(cl_long), &x_bs, sizeof(cl_int), &rows,
+                       sizeof(cl_mem), &c->wp, sizeof(cl_long), &wp_bs, sizeof(cl_mem), &bm,
+                       sizeof(cl_int), &has_bias, sizeof(cl_int), &act, sizeof(cl_mem), &c->y,
+                       sizeof(cl_long), &y_off, sizeof(cl_long), &y_rs, sizeof(cl_long), &y_bs,
+                       sizeof(float), &alpha, sizeof(float), &beta, sizeof(cl_int), &in,
+                       sizeof(cl_int), &out, (size_t)0);
+    const size_t global[3] = {(size_t)((c->out + pw - 1) / pw), (size_t)((c->rows + R - 1) / R),
+                              (size_t)c->batch};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, kid, k, 3, global, local);
+    return st;
+}
+
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
     *packed = NULL;
     clf_status st = check_weights(ctx, w, "w");
@@ -194,18 +252,10 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     const int64_t nb = (out + pw - 1) / pw;
     if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
     if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
-    cl_kernel k;
-    size_t none[3] = {1, 1, 1}; /* launched with no local size */
-    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, weight_defs(w), 3, none, &k)) != CLF_SUCCESS)
-        return st;
     int64_t shape[3] = {nb, in, pw};
     clf_tensor *t = NULL;
     if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
-    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
-    st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_mem), &t->mem, sizeof(cl_int),
-                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
-    const size_t global[3] = {(size_t)pw, (size_t)in, (size_t)nb};
-    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_PANELS, k, 3, global, NULL);
+    st = clf__pack_panels(ctx, w->mem, w->dtype == CLF_F16, 0, in, 1, 0, in, out, 1, t->mem);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);
         return st;
@@ -251,24 +301,21 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          "linear (packed): weights packed in panels of %lld, the tunables in force "
                          "(linear.PK_NV x linear.VW) say %lld: pack them again",
                          (long long)wp->shape[2], (long long)pw);
-    if ((st = clf__check_int(ctx, rows, "linear rows")) != CLF_SUCCESS) return st;
-    cl_kernel k;
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    const int64_t R = clf__linear_packed_rows(ctx, rows);
-    const clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
-                              : R == 1                              ? CLF_K_LINEAR_PACKED_1
-                              : R == 2                              ? CLF_K_LINEAR_PACKED_2
-                                                                    : CLF_K_LINEAR_PACKED_4;
-    size_t local[2] = {1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
-    if ((st = clf__kernel_fit(ctx, kid, weight_defs(wp), 2, local, &k)) != CLF_SUCCESS) return st;
-    cl_mem bm = bias ? bias->mem : wp->mem;
-    cl_int c_rows = (cl_int)rows, has_bias = bias ? 1 : 0, c_act = (cl_int)act, c_in = (cl_int)in,
-           c_out = (cl_int)out;
-    st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
-                       &wp->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
-                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
-                       &c_out, (size_t)0);
-    const size_t global[2] = {(size_t)((out + pw - 1) / pw), (size_t)((rows + R - 1) / R)};
-    if (st == CLF_SUCCESS) st = clf__launch(ctx, kid, k, 2, global, local);
-    return st;
+    const clf_packed_call c = {.x = x->mem,
+                               .x_rs = in,
+                               .x_ks = 1,
+                               .rows = rows,
+                               .wp = wp->mem,
+                               .half = wp->dtype == CLF_F16,
+                               .bias = bias ? bias->mem : NULL,
+                               .has_bias = bias != NULL,
+                               .act = (int)act,
+                               .y = y->mem,
+                               .y_rs = out,
+                               .alpha = 1.0f,
+                               .in = in,
+                               .out = out,
+                               .batch = 1};
+    return clf__packed_run(ctx, &c);
 }

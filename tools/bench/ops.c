@@ -306,11 +306,18 @@ static clf_status run_gemm(clf_context *ctx, void *arg) {
 
 int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_results *r) {
     if (!bench_op_selected(o, "gemm")) return 0;
+    /* CPUs take clformer's packed kernels (src/ops/gemm.c), which no GEMM tuning changes: one
+     * pass, not a CLBlast-defaults one and a tuned one. */
+    int64_t pack = 0;
+    clf_context_get_tunable(ctx, "linear.PACK", &pack);
+    if (pack && !tuned) return 0;
     const size_t n_shapes = o->quick ? 4 : sizeof(k_gemm_shapes) / sizeof(k_gemm_shapes[0]);
     for (size_t i = 0; i < n_shapes; i++) {
         const int64_t m = k_gemm_shapes[i][0], n = k_gemm_shapes[i][1], k = k_gemm_shapes[i][2];
         bench_progress("op: gemm %lldx%lldx%lld (%s)", (long long)m, (long long)n, (long long)k,
-                       tuned ? "tuned" : "CLBlast defaults");
+                       pack    ? "packed kernels"
+                       : tuned ? "tuned"
+                               : "CLBlast defaults");
         int bad = 0;
         int64_t sa[2] = {m, k}, sb[2] = {n, k}, sc[2] = {m, n};
         clf_tensor *a = make(ctx, CLF_F32, 2, sa, 0.01, &bad),
@@ -339,7 +346,8 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
         res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
         res.gbps = 4.0 * (double)(m * k + n * k + m * n) / (res.ms * 1e6);
         res.tuned = tuned;
-        snprintf(res.params, sizeof(res.params), "%s", clf_gemm_tuning_source(ctx));
+        snprintf(res.params, sizeof(res.params), "%s",
+                 pack ? "clformer packed kernels" : clf_gemm_tuning_source(ctx));
         if (bench_add_result(r, &res)) return 1;
     }
     return 0;
