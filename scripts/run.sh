@@ -57,10 +57,13 @@ if [ "$mode" = bench ]; then
 fi
 cd "$build"
 # Test programs run side by side, one per core (most of a cold run is single-threaded kernel
-# compiles); the one that times the library (test_bench) runs alone (RUN_SERIAL).
+# compiles); the one that times the library (test_bench) runs alone (RUN_SERIAL). Not on
+# Oclgrind, below.
 if [ "$oclgrind" = 1 ]; then
     [ "$sanitize" = ON ] && { echo "run.sh: the Oclgrind label is not part of the sanitizer build" >&2; exit 2; }
-    exec ctest --output-on-failure -j"$(nproc)" -L oclgrind
+    # One at a time: Oclgrind spreads a kernel's work-groups over every core itself (the label
+    # took 773 s with -j2 against 659 s with -j1 on 2 cores, CI runs of 2026-12-03 and -01).
+    exec ctest --output-on-failure -j1 -L oclgrind
 fi
 [ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE oclgrind
 
