@@ -73,9 +73,9 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
                 const __global int *lens, /* (B) or (B, nq) valid lengths; unused if mode 0 */
                 const int lens_mode, const int causal, const long causal_offset, const int kv_group,
                 const int window) {
-    __local floatV qs[BQ][NV];          /* the group's scaled queries */
+    __local floatV qs[BQ][NV];             /* the group's scaled queries */
     __local floatV ks[BK][NV], vs[BK][NV]; /* a tile of K and V rows */
-    __local float ss[BQ][BK];           /* the tile's scores, a row per query */
+    __local float ss[BQ][BK];              /* the tile's scores, a row per query */
     __local int lims[BQ], los[BQ];
     const int c = get_local_id(0), r = get_local_id(1);
     const int t = r * TPQ + c; /* flat index in the group */

@@ -149,8 +149,8 @@ static inline float clf_hmax16(float16 v) {
  * (lens_mode 1: lens[b] per batch; 2: lens[b * nq + q] per query; 0: none) and, when causal, by
  * q + causal_offset + 1 (query q sits at position q + causal_offset of the key sequence).
  */
-static inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *lens, int lens_mode,
-                            int causal, long causal_offset) {
+static inline int clf_visible_keys(long n, int q, long b, int nq, const __global int *lens,
+                                   int lens_mode, int causal, long causal_offset) {
     long lim = n;
     if (lens_mode == 1) lim = min(lim, (long)lens[b]);
     if (lens_mode == 2) lim = min(lim, (long)lens[b * nq + q]);

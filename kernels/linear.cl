@@ -133,8 +133,8 @@ linear_rows(const __global float *x,                              /* (total_rows
 }
 
 /* wp[t][b][k][c] = W_t[b * PW + c][k] (0 past the last row of W), PW = PK_NV * VW, where
- * W_t[o][k] = w[w_off + t * w_bs + o * w_os + k * w_ks]: (out, in) weights (w_os = in, w_ks = 1), or
- * clf_matmul's op(B) as W^T in either layout, for each of the batch's matrices t. One item per
+ * W_t[o][k] = w[w_off + t * w_bs + o * w_os + k * w_ks]: (out, in) weights (w_os = in, w_ks = 1),
+ * or clf_matmul's op(B) as W^T in either layout, for each of the batch's matrices t. One item per
  * element of the packed panels. */
 __kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
                           const long w_off, const long w_os, const long w_ks, const long w_bs,
@@ -256,8 +256,20 @@ static inline void packed_rows(const packed_args a, const int R) {
         const long y_off, const long y_rs, const long y_bs, const float alpha, const float beta,   \
         const int in, const int out) {                                                             \
         const long t = get_group_id(2);                                                            \
-        const packed_args a = {x + x_off + t * x_bs, x_rs, x_ks, rows, wp + t * wp_bs, bias,      \
-                               has_bias, act, y + y_off + t * y_bs, y_rs, alpha, beta, in, out};  \
+        const packed_args a = {x + x_off + t * x_bs,                                               \
+                               x_rs,                                                               \
+                               x_ks,                                                               \
+                               rows,                                                               \
+                               wp + t * wp_bs,                                                     \
+                               bias,                                                               \
+                               has_bias,                                                           \
+                               act,                                                                \
+                               y + y_off + t * y_bs,                                               \
+                               y_rs,                                                               \
+                               alpha,                                                              \
+                               beta,                                                               \
+                               in,                                                                 \
+                               out};                                                               \
         packed_rows(a, (R));                                                                       \
     }
 LINEAR_PACKED(linear_packed, PK_R)

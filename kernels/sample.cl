@@ -26,7 +26,7 @@ static inline int key_of(float v) {
 }
 
 static inline float score_at(const __global float *lr, const __global int *sr, int has_seen, int i,
-                      float penalty, float inv_t) {
+                             float penalty, float inv_t) {
     float v = lr[i];
     if (has_seen && sr[i]) v = v < 0.0f ? v * penalty : v / penalty;
     return v * inv_t;
