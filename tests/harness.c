@@ -74,38 +74,34 @@ int harness_in_ci(void) {
     return ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0;
 }
 
-/* CLF_TEST_SKIP="test_a,test_b": every test but those (a test program split across two CTest
- * entries, run side by side: the other entry takes them with CLF_TEST_ONLY). A name that matches
- * nothing fails, as for CLF_TEST_ONLY. */
-static int run_skipping(const char *name, const struct CMUnitTest *tests, size_t count,
-                        const char *skip) {
+/* Runs the tests a name list picks: with keep, those it names (in its order); else all but those.
+ * The list is CLF_TEST_ONLY's or CLF_TEST_SKIP's (`var`, for messages); a name that matches no test
+ * fails, so a typo cannot pass. */
+static int run_listed(const char *name, const struct CMUnitTest *tests, size_t count,
+                      const char *var, const char *names, int keep) {
     struct CMUnitTest *picked = calloc(count ? count : 1, sizeof(*picked));
-    char *list = strdup(skip);
-    if (!picked || !list) {
-        free(picked);
-        free(list);
-        return 1;
-    }
-    unsigned char *drop = calloc(count ? count : 1, 1);
-    int missing = drop == NULL;
-    for (char *tok = strtok(list, ", "); tok && drop; tok = strtok(NULL, ", ")) {
+    unsigned char *named = calloc(count ? count : 1, 1);
+    char *list = strdup(names);
+    int missing = !picked || !named || !list;
+    size_t n = 0;
+    for (char *tok = missing ? NULL : strtok(list, ", "); tok; tok = strtok(NULL, ", ")) {
         size_t i = 0;
         while (i < count && strcmp(tests[i].name, tok) != 0)
             i++;
         if (i == count) {
-            fprintf(stderr, "%s: CLF_TEST_SKIP names '%s', which is no test here\n", name, tok);
+            fprintf(stderr, "%s: %s names '%s', which is no test here\n", name, var, tok);
             missing = 1;
         } else {
-            drop[i] = 1;
+            named[i] = 1;
+            if (keep) picked[n++] = tests[i]; /* in the list's order */
         }
     }
-    size_t n = 0;
-    for (size_t i = 0; drop && i < count; i++)
-        if (!drop[i]) picked[n++] = tests[i];
+    for (size_t i = 0; !keep && !missing && i < count; i++)
+        if (!named[i]) picked[n++] = tests[i];
     int rc =
         missing ? 1 : _cmocka_run_group_tests(name, picked, n, harness_setup, harness_teardown);
-    free(drop);
     free(list);
+    free(named);
     free(picked);
     return rc;
 }
@@ -120,35 +116,14 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) 
         fprintf(stderr, "%s: no OpenCL device found: skipping (set CI=1 to fail instead)\n", name);
         return 77; /* CTest SKIP_RETURN_CODE */
     }
-    /* CLF_TEST_ONLY="test_a,test_b": only those (the Oclgrind label runs subsets this way). A
-     * name that matches nothing fails, so a typo cannot pass. */
+    /* CLF_TEST_ONLY="test_a,test_b": only those (the Oclgrind label runs subsets this way);
+     * CLF_TEST_SKIP="test_a,test_b": all but those (a program split across CTest entries, run
+     * side by side: another entry takes them with CLF_TEST_ONLY). */
     const char *only = getenv("CLF_TEST_ONLY");
     const char *skip = getenv("CLF_TEST_SKIP");
-    if ((!only || !*only) && skip && *skip) return run_skipping(name, tests, count, skip);
-    if (!only || !*only)
-        return _cmocka_run_group_tests(name, tests, count, harness_setup, harness_teardown);
-    struct CMUnitTest *picked = calloc(count ? count : 1, sizeof(*picked));
-    if (!picked) return 1;
-    size_t n_picked = 0;
-    char *list = strdup(only);
-    int missing = 0;
-    for (char *tok = strtok(list, ", "); tok; tok = strtok(NULL, ", ")) {
-        size_t i = 0;
-        while (i < count && strcmp(tests[i].name, tok) != 0)
-            i++;
-        if (i == count) {
-            fprintf(stderr, "%s: CLF_TEST_ONLY names '%s', which is no test here\n", name, tok);
-            missing = 1;
-        } else {
-            picked[n_picked++] = tests[i];
-        }
-    }
-    free(list);
-    int rc = missing
-                 ? 1
-                 : _cmocka_run_group_tests(name, picked, n_picked, harness_setup, harness_teardown);
-    free(picked);
-    return rc;
+    if (only && *only) return run_listed(name, tests, count, "CLF_TEST_ONLY", only, 1);
+    if (skip && *skip) return run_listed(name, tests, count, "CLF_TEST_SKIP", skip, 0);
+    return _cmocka_run_group_tests(name, tests, count, harness_setup, harness_teardown);
 }
 
 int harness_on_simulator(void) {

@@ -249,10 +249,7 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
     const int64_t out = w->shape[0], in = w->shape[1];
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
-    const int64_t nb = (out + pw - 1) / pw;
-    if ((st = clf__check_int(ctx, nb * pw, "pack: output size")) != CLF_SUCCESS) return st;
-    if ((st = clf__check_int(ctx, in, "pack: input size")) != CLF_SUCCESS) return st;
-    int64_t shape[3] = {nb, in, pw};
+    int64_t shape[3] = {(out + pw - 1) / pw, in, pw}; /* sizes checked by clf__pack_panels */
     clf_tensor *t = NULL;
     if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
     st = clf__pack_panels(ctx, w->mem, w->dtype == CLF_F16, 0, in, 1, 0, in, out, 1, t->mem);
