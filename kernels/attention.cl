@@ -33,7 +33,8 @@
  * than attention.SPLIT_NQ queries); attention_tiled remains for decoding steps (few queries, keys
  * split or not), where transposing would add a pass over K per step.
  *
- * K and V are floats or, with KVH 1 (per call), halfs (an F16 KV cache; common.cl's KVLOAD):
+ * K and V are floats or halfs (an F16 KV cache): DT (per call) selects their section of
+ * dtypes.cl (stype, SLOAD):
  * the scores and sums stay fp32.
  *
  * Tunables: VW (floats per vector, must divide DH), DH (head dim, per call), HG (heads per
@@ -99,8 +100,8 @@
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
-                const __global kvtype *k, /* (B, >= nk, k_rstride) */
-                const __global kvtype *v, /* (B, >= nk, v_rstride) */
+                const __global stype *k, /* (B, >= nk, k_rstride) */
+                const __global stype *v, /* (B, >= nk, v_rstride) */
                 __global float *out,      /* (B, nq, o_rstride) */
                 __global float *part,     /* (B * H * nq, splits, DH + 2) when splits > 1 */
                 const int nq, const int nk, const int heads, const long q_bstride,
@@ -121,8 +122,8 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
     const int j_end = splits > 1 ? min(lim, (sp + 1) * split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h0 * DH;
-    const __global kvtype *kb = k + b * k_bstride + k_col;
-    const __global kvtype *vb = v + b * v_bstride + v_col;
+    const __global stype *kb = k + b * k_bstride + k_col;
+    const __global stype *vb = v + b * v_bstride + v_col;
     floatV qv[HG][NV], acc[HG][NV], lv[HG];
     float m[HG];
     int kvo[HG]; /* column of head h0 + g's K and V block (grouped-query: heads share one) */
@@ -144,11 +145,11 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
         const intV visible = (IOTA + j0) < j_end;
         for (int g = 0; g < HG; g++) {
             for (int jj = 0; jj < VW; jj++) {
-                const __global kvtype *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
-                floatV dot = qv[g][0] * KVLOAD(0, kr);
+                const __global stype *kr = kb + (long)(j0 + min(jj, jn - 1)) * k_rstride + kvo[g];
+                floatV dot = qv[g][0] * SLOAD(0, kr);
                 UNROLL_V
                 for (int d = 1; d < NV; d++)
-                    dot = fma(qv[g][d], KVLOAD(d, kr), dot);
+                    dot = fma(qv[g][d], SLOAD(d, kr), dot);
                 sa[jj] = HSUM(dot);
             }
             const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
@@ -165,10 +166,10 @@ attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
             lv[g] += p;
             PRIV_VSTORE(p, pa);
             for (int jj = 0; jj < jn; jj++) {
-                const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
+                const __global stype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
                 UNROLL_V
                 for (int d = 0; d < NV; d++)
-                    acc[g][d] = fma((floatV)(pa[jj]), KVLOAD(d, vr), acc[g][d]);
+                    acc[g][d] = fma((floatV)(pa[jj]), SLOAD(d, vr), acc[g][d]);
             }
         }
     }
@@ -228,7 +229,7 @@ __kernel void attention_combine(const __global float *part, /* (B * H * nq, spli
  * VW keys of a tile as DH vectors of VW, one key per lane. attention_tiled_t then scores VW keys
  * per vector with no horizontal sums, and reads each tile as one contiguous block (DH VW floats)
  * rather than DH rows far apart (a TLB miss per row at long N). */
-__kernel void attention_transpose_k(const __global kvtype *k, /* (B, >= nk, k_rstride) */
+__kernel void attention_transpose_k(const __global stype *k, /* (B, >= nk, k_rstride) */
                                     __global float *kt,       /* (B * H, nkp / VW, DH, VW) */
                                     const int nk, const int nkp, const int heads,
                                     const long k_bstride, const int k_rstride, const int k_col) {
@@ -241,20 +242,20 @@ __kernel void attention_transpose_k(const __global kvtype *k, /* (B, >= nk, k_rs
     const int bh = get_global_id(1);
     const int b = bh / heads, h = bh - b * heads;
     __global float *dst = kt + ((long)bh * nkp + (long)tile * VW) * DH;
-    const __global kvtype *src = k + b * k_bstride + (long)tile * VW * k_rstride + k_col + h * DH;
+    const __global stype *src = k + b * k_bstride + (long)tile * VW * k_rstride + k_col + h * DH;
     const int keys = min(VW, nk - tile * VW); /* <= 0: a tile past nk, all zeros */
     for (int d = 0; d < DH; d++)
         for (int l = 0; l < VW; l++)
-            dst[d * VW + l] = l < keys ? KVLOAD1(d, src + (long)l * k_rstride) : 0.0f;
+            dst[d * VW + l] = l < keys ? SLOAD1(d, src + (long)l * k_rstride) : 0.0f;
 }
 
 /* One V row (key j0 + jj of the tile) into vectors p0 .. p0 + PVN of the QB accumulators (that
  * loop unrolled, so the QB x PVN accumulators can stay in registers through the tile's rows). */
 #define PV_ROW(jj, p0)                                                                             \
     do {                                                                                           \
-        const __global kvtype *vr = vb + (long)(j0 + (jj)) * v_rstride;                            \
+        const __global stype *vr = vb + (long)(j0 + (jj)) * v_rstride;                            \
         _Pragma("unroll") for (int d = (p0); d < (p0) + PVN; d++) {                                \
-            const floatV vv = KVLOAD(d, vr);                                                       \
+            const floatV vv = SLOAD(d, vr);                                                       \
             UNROLL_Q                                                                               \
             for (int u = 0; u < QB; u++)                                                           \
                 acc[u][d] = fma((floatV)(pa[u][(jj)]), vv, acc[u][d]);                             \
@@ -268,7 +269,7 @@ __kernel void attention_transpose_k(const __global kvtype *k, /* (B, >= nk, k_rs
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                   const __global float *kt, /* (B * KVH, nkp / VW, DH, VW): attention_transpose_k */
-                  const __global kvtype *v, /* (B, >= nk, v_rstride) */
+                  const __global stype *v, /* (B, >= nk, v_rstride) */
                   __global float *out,      /* (B, nq, o_rstride) */
                   const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
                   const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,
@@ -281,7 +282,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
     const int b = bh / heads, h = bh - b * heads;
     const int kvh = h / kv_group; /* grouped-query: kv_group heads share a K/V head */
     const __global float *ktb = kt + ((long)b * (heads / kv_group) + kvh) * DH * nkp;
-    const __global kvtype *vb = v + b * v_bstride + v_col + kvh * DH;
+    const __global stype *vb = v + b * v_bstride + v_col + kvh * DH;
     int lim[QB], lo[QB];
     int lim_max = 0, lo_min = INT_MAX;
     float qs[QB][DH];

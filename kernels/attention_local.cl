@@ -28,7 +28,7 @@
  * keys, reading V rows coalesced. The sum of weights is reduced at the end. With splits > 1 each
  * group writes its partial (m, l, acc) and attention.cl's attention_combine merges them.
  *
- * K and V are floats or halfs (KVH 1, an F16 KV cache), as in attention.cl.
+ * K and V are floats or halfs (DT, an F16 KV cache), as in attention.cl.
  *
  * Tunables (per call, from the host): DH (head dim), VW (floats per vector, dividing DH), BK
  * (keys per local tile, from the device's local memory), TPQ and BQ (attention_flash's group:
@@ -63,8 +63,8 @@
 
 __kernel __attribute__((reqd_work_group_size(TPQ, BQ, 1))) void
 attention_flash(const __global float *q,  /* (B, *, q_rstride) */
-                const __global kvtype *k, /* (B, >= nk, k_rstride); halfs with KVH */
-                const __global kvtype *v, /* (B, >= nk, v_rstride) */
+                const __global stype *k, /* (B, >= nk, k_rstride); halfs with DT F16 */
+                const __global stype *v, /* (B, >= nk, v_rstride) */
                 __global float *out,      /* (B, nq, o_rstride) */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
@@ -103,8 +103,8 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
         g_lo = min(g_lo, los[u]);
     }
 
-    const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
-    const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
+    const __global stype *kb = k + b * k_bstride + k_col + kvo;
+    const __global stype *vb = v + b * v_bstride + v_col + kvo;
     floatV acc[NA];
 #pragma unroll
     for (int e = 0; e < NA; e++)
@@ -116,8 +116,8 @@ attention_flash(const __global float *q,  /* (B, *, q_rstride) */
          * past the group's range are not read. */
         for (int x = t; x < jn * NV; x += TPQ * BQ) {
             const int jj = x / NV, d = x - jj * NV;
-            ks[jj][d] = KVLOAD(d, kb + (long)(j0 + jj) * k_rstride);
-            vs[jj][d] = KVLOAD(d, vb + (long)(j0 + jj) * v_rstride);
+            ks[jj][d] = SLOAD(d, kb + (long)(j0 + jj) * k_rstride);
+            vs[jj][d] = SLOAD(d, vb + (long)(j0 + jj) * v_rstride);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int a = max(lo - j0, 0), e = min(lim - j0, jn); /* this query's keys of the tile */
@@ -168,7 +168,7 @@ CLF_DEFINE_ROW_REDUCE(flash_max, fmax)
 CLF_DEFINE_ROW_REDUCE(flash_sum, CLF_ADD)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-attention_flash_split(const __global float *q, const __global kvtype *k, const __global kvtype *v,
+attention_flash_split(const __global float *q, const __global stype *k, const __global stype *v,
                       __global float *out,  /* (B, nq, o_rstride) when splits == 1 */
                       __global float *part, /* (B * H * nq, splits, DH + 2) when splits > 1 */
                       const int nq, const int nk, const int heads, const long q_bstride,
@@ -191,8 +191,8 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
     const int j_end = splits > 1 ? min(lim, (sp + 1) * split_keys) : lim;
 
     const __global float *qr = q + b * q_bstride + (long)i * q_rstride + q_col + h * DH;
-    const __global kvtype *kb = k + b * k_bstride + k_col + kvo;
-    const __global kvtype *vb = v + b * v_bstride + v_col + kvo;
+    const __global stype *kb = k + b * k_bstride + k_col + kvo;
+    const __global stype *vb = v + b * v_bstride + v_col + kvo;
     for (int d = t; d < NV; d += WG)
         qs[d] = VLOAD(d, qr) * (scale * M_LOG2E_F);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -204,10 +204,10 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         const int j = j0 + t;
         float s = CLF_NEG_BIG;
         if (j < j_end) {
-            const __global kvtype *kr = kb + (long)j * k_rstride;
-            floatV dot = qs[0] * KVLOAD(0, kr);
+            const __global stype *kr = kb + (long)j * k_rstride;
+            floatV dot = qs[0] * SLOAD(0, kr);
             for (int d = 1; d < NV; d++)
-                dot = fma(qs[d], KVLOAD(d, kr), dot);
+                dot = fma(qs[d], SLOAD(d, kr), dot);
             s = HSUM(dot);
         }
         const float bm = flash_max(red, 0, t, s); /* its barriers also end the last tile's reads */
@@ -225,10 +225,10 @@ attention_flash_split(const __global float *q, const __global kvtype *k, const _
         const int jn = min(WG, j_end - j0);
         for (int jj = 0; jj < jn; jj++) {
             const float pj = ps[jj];
-            const __global kvtype *vr = vb + (long)(j0 + jj) * v_rstride;
+            const __global stype *vr = vb + (long)(j0 + jj) * v_rstride;
             for (int e = 0; e < ND; e++) {
                 const int d = t + e * WG;
-                if (d < DH) acc[e] = fma(pj, KVLOAD1(d, vr), acc[e]);
+                if (d < DH) acc[e] = fma(pj, SLOAD1(d, vr), acc[e]);
             }
         }
     }

@@ -98,16 +98,6 @@ static inline float clf_hmax16(float16 v) {
 #define clf_vload_half4       vload_half4
 #define clf_vload_half8       vload_half8
 #define clf_vload_half16      vload_half16
-/* K and V of the attention kernels: floats, or halfs with KVH 1 (an F16 KV cache). */
-#if defined(KVH) && KVH
-#define kvtype        half
-#define KVLOAD(i, p)  VLOAD_HALF((i), (p))
-#define KVLOAD1(i, p) vload_half((i), (p))
-#else
-#define kvtype        float
-#define KVLOAD(i, p)  VLOAD((i), (p))
-#define KVLOAD1(i, p) ((p)[i])
-#endif
 /* A whole private float[VW] as one vector (vloadN/vstoreN on private memory; width 1: the element).
  */
 #define PRIV_VLOAD(a)           CLF_CAT(clf_priv_vload, VW)(a)

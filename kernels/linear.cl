@@ -10,25 +10,13 @@
  * Activations: activation.cl (prepended). Larger products on other devices go through CLBlast
  * (src/ops/linear.c).
  *
- * Weights (w and the panels) are floats or, with WH 1 (per call), IEEE halfs read through
- * vload_half (core OpenCL: no cl_khr_fp16); the math is fp32 either way.
+ * Weights are any storage type of dtypes.cl (DT, per call; the math is fp32): linear_rows and
+ * linear_tiled take them as bytes with a row stride (w_rs) and read them through dt_load<N>, so a
+ * block type (Q8_0, Q4_0, Q4_K, Q6_K) streams its blocks as stored; the panels of the packed
+ * kernels hold plain types (F32, F16, BF16).
  *
- * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; WH per call.
+ * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
  */
-#ifndef WH
-#define WH 0
-#endif
-#if WH
-#define wtype        half
-#define WBITS        ushort /* a weight's bits, for copies */
-#define WLOADV(i, p) VLOAD_HALF((i), (p))
-#define WLOAD(i, p)  vload_half((i), (p))
-#else
-#define wtype        float
-#define WBITS        float
-#define WLOADV(i, p) VLOAD((i), (p))
-#define WLOAD(i, p)  ((p)[i])
-#endif
 #ifndef VW
 #define VW 16 /* floats per work-item */
 #endif
@@ -60,7 +48,8 @@
  * and meet in a local-memory tree. */
 __kernel __attribute__((reqd_work_group_size(SK_LW, 1, 1))) void
 linear_rows(const __global float *x,                              /* (total_rows, in) */
-            const int total_rows, const __global wtype *w,        /* (out, in) */
+            const int total_rows, const __global uchar *w,        /* (out, in) rows of DT */
+            const long w_rs,                                      /* bytes per row of w */
             const __global float *bias,                           /* (out); unused if !has_bias */
             const int has_bias, const int act, __global float *y, /* (total_rows, out) */
             const int in, const int out) {
@@ -93,7 +82,7 @@ linear_rows(const __global float *x,                              /* (total_rows
 #pragma unroll
         for (int j = 0; j < SK_OPI; j++) {
             if (o0 + j >= out) break;
-            const floatV wv = WLOADV(c, w + (long)(o0 + j) * in);
+            const floatV wv = dt_loadv(w + (long)(o0 + j) * w_rs, c * VW);
 #pragma unroll
             for (int r = 0; r < SK_ROWS; r++)
                 acc[j][r] = fma(xv[r], wv, acc[j][r]);
@@ -105,10 +94,10 @@ linear_rows(const __global float *x,                              /* (total_rows
 #pragma unroll
         for (int r = 0; r < SK_ROWS; r++)
             s[j][r] = HSUM(acc[j][r]);
-    for (int i = nv * VW + l; i < in; i += SK_LW)
+    for (int i = nv * VW + l; i < in; i += SK_LW) /* plain types only: blocks are whole vectors */
         for (int j = 0; j < SK_OPI && o0 + j < out; j++)
             for (int r = 0; r < rows; r++)
-                s[j][r] = fma(x[r * (long)in + i], WLOAD((long)(o0 + j) * in + i, w), s[j][r]);
+                s[j][r] = fma(x[r * (long)in + i], dt_load1(w + (long)(o0 + j) * w_rs, i), s[j][r]);
 #if SK_LW > 1
     __local float red[SK_LW];
 #pragma unroll
@@ -136,6 +125,13 @@ linear_rows(const __global float *x,                              /* (total_rows
  * W_t[o][k] = w[w_off + t * w_bs + o * w_os + k * w_ks]: (out, in) weights (w_os = in, w_ks = 1),
  * or clf_matmul's op(B) as W^T in either layout, for each of the batch's matrices t. One item per
  * element of the packed panels. */
+#if DT_BLOCK == 1
+/* A weight's bits, for copies. */
+#if DT == CLF_DT_F32
+#define WBITS float
+#else
+#define WBITS ushort
+#endif
 __kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
                           const long w_off, const long w_os, const long w_ks, const long w_bs,
                           __global WBITS *wp, /* (batch, ceil(out / PW), in, PW) */
@@ -156,7 +152,7 @@ typedef struct packed_args {
     const __global float *x;
     long x_rs, x_ks;
     int rows;
-    const __global wtype *wp;
+    const __global stype *wp;
     const __global float *bias;
     int has_bias, act;
     __global float *y;
@@ -193,7 +189,7 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
-    const __global wtype *panel = a.wp + (long)b * in * pw;
+    const __global stype *panel = a.wp + (long)b * in * pw;
     /* Rows past the last (a partial block) read the last row again: their sums are never
      * stored, and the loop stays free of selects. */
     const __global float *xr[PK_R > 4 ? PK_R : 4];
@@ -205,7 +201,7 @@ static inline void packed_rows(const packed_args a, const int R) {
         floatV wv[PK_NV];
 #pragma unroll
         for (int j = 0; j < PK_NV; j++)
-            wv[j] = WLOADV(0, panel + (long)k * pw + j * VW);
+            wv[j] = SLOAD(0, panel + (long)k * pw + j * VW);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const floatV xs = (floatV)(xr[r][k * xk]);
@@ -251,7 +247,7 @@ static inline void packed_rows(const packed_args a, const int R) {
 #define LINEAR_PACKED(name, R)                                                                     \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
         const __global float *x, const long x_off, const long x_rs, const long x_ks,               \
-        const long x_bs, const int rows, const __global wtype *wp, const long wp_bs,               \
+        const long x_bs, const int rows, const __global stype *wp, const long wp_bs,               \
         const __global float *bias, const int has_bias, const int act, __global float *y,          \
         const long y_off, const long y_rs, const long y_bs, const float alpha, const float beta,   \
         const int in, const int out) {                                                             \
@@ -276,6 +272,7 @@ LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
 LINEAR_PACKED(linear_packed_2, 2)
 LINEAR_PACKED(linear_packed_4, 4)
+#endif /* DT_BLOCK == 1 */
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
  * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY
@@ -304,7 +301,8 @@ LINEAR_PACKED(linear_packed_4, 4)
 
 __kernel __attribute__((reqd_work_group_size(LT_WX, LT_WY, 1))) void
 linear_tiled(const __global float *x,                              /* (rows, in) */
-             const int rows, const __global wtype *w,              /* (out, in) */
+             const int rows, const __global uchar *w,              /* (out, in) rows of DT */
+             const long w_rs,                                      /* bytes per row of w */
              const __global float *bias,                           /* (out); unused if !has_bias */
              const int has_bias, const int act, __global float *y, /* (rows, out) */
              const int in, const int out) {
@@ -327,7 +325,7 @@ linear_tiled(const __global float *x,                              /* (rows, in)
         for (int e = tid; e < LT_TN * LT_TK; e += LT_WX * LT_WY) {
             const int n = e / LT_TK, k = e - n * LT_TK;
             const bool ok = o0 + n < out && k0 + k < in;
-            ws[k][n] = ok ? WLOAD((long)(o0 + n) * in + k0 + k, w) : 0.0f;
+            ws[k][n] = ok ? dt_load1(w + (long)(o0 + n) * w_rs, k0 + k) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < LT_TK; k++) {

@@ -171,6 +171,34 @@ typedef struct clf_defines {
     int64_t value[CLF_MAX_DEFINES - 3];
 } clf_defines;
 
+/* ---------------------------------------------------------------- storage types */
+
+/* What takes a type (dtypes.def's last column). */
+enum { CLF_DTU_DATA = 1, CLF_DTU_WEIGHTS = 2, CLF_DTU_KV = 4 };
+/* One row of include/clformer/dtypes.def. */
+typedef struct clf_dtype_traits {
+    const char *name; /* "Q4_K" */
+    clf_dtype dtype;
+    int64_t block;   /* elements per block */
+    int block_bytes; /* bytes per block */
+    int gguf;        /* ggml_type in GGUF files, -1: none */
+    unsigned uses;   /* CLF_DTU_* */
+} clf_dtype_traits;
+extern const clf_dtype_traits clf__dtypes[];
+extern const size_t clf__dtype_count;
+/* The row of a clf_dtype value, or of a GGUF type number; NULL when there is none. */
+const clf_dtype_traits *clf__dtype(clf_dtype dtype);
+const clf_dtype_traits *clf__dtype_from_gguf(int64_t gguf_type);
+/* Appends DT=<dtype> to defs, the one define that selects a program's stored-operand type (its
+ * section of kernels/dtypes.cl): linear's weights, attention's K and V. F32, the default, adds
+ * nothing. */
+void clf__dtype_define(clf_defines *defs, clf_dtype dtype);
+/* The types a model's F32 weights may be converted to at load (clf_load_params.weight_dtype):
+ * those clf_quantize writes (F32, F16, BF16, Q8_0, Q4_0). */
+bool clf__load_weight_type(clf_dtype dtype);
+/* Q4_K's 6-bit scale and min of sub-block j (0..7) from the block's 12 packed bytes. */
+void clf__q4k_scale_min(const unsigned char *q, int j, int *sc, int *m);
+
 /* Writes the -D options of program `prog` from `values` (one per tunable, host-only ones left
  * out) into buf. Returns 0, or -1 if buf is too small. The only place -D options are written. */
 int clf__build_options(clf_prog_id prog, const int64_t *values, char *buf, size_t size);
@@ -389,8 +417,8 @@ typedef struct clf_packed_call {
     int64_t x_off, x_rs, x_ks, x_bs, rows;
     cl_mem wp;
     int64_t wp_bs;
-    int half;    /* F16 panels */
-    cl_mem bias; /* (out), or NULL */
+    clf_dtype wtype; /* the panels' type: F32, F16 or BF16 */
+    cl_mem bias;     /* (out), or NULL */
     int has_bias, act;
     cl_mem y;
     int64_t y_off, y_rs, y_bs;
@@ -400,7 +428,7 @@ typedef struct clf_packed_call {
 clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c);
 /* Packs `batch` matrices W_t (out, in), W_t[o][k] at w + off + t bs + o os + k ks, into panels
  * wp (batch, ceil(out / PW), in, PW), PW = linear.PK_NV x linear.VW. */
-clf_status clf__pack_panels(clf_context *ctx, cl_mem w, int half, int64_t off, int64_t os,
+clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t off, int64_t os,
                             int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
                             cl_mem wp);
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,

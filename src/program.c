@@ -309,24 +309,37 @@ static clf_status kernel_text(clf_context *ctx, const char *name, char **out) {
     return *out ? CLF_SUCCESS : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
+/* The storage types' ids, from include/clformer/dtypes.def, as kernels/dtypes.cl reads them. */
+static size_t dtype_ids(char *buf, size_t size) {
+    size_t off = 0;
+    for (size_t i = 0; i < clf__dtype_count; i++) {
+        const int w =
+            snprintf(buf ? buf + off : NULL, buf ? size - off : 0, "#define CLF_DT_%s %d\n",
+                     clf__dtypes[i].name, (int)clf__dtypes[i].dtype);
+        off += w > 0 ? (size_t)w : 0;
+    }
+    return off;
+}
+
 clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
-    const char *names[3] = {"common", clf__prog_preludes[prog], clf__prog_names[prog]};
-    char *parts[3] = {NULL, NULL, NULL};
+    /* common.cl, the storage types, the program's own prelude, the program. */
+    const char *names[4] = {"common", "dtypes", clf__prog_preludes[prog], clf__prog_names[prog]};
+    char *parts[4] = {NULL, NULL, NULL, NULL};
     clf_status st = CLF_SUCCESS;
-    size_t n = 1;
-    for (int i = 0; i < 3 && st == CLF_SUCCESS; i++)
+    size_t n = 1 + dtype_ids(NULL, 0);
+    for (int i = 0; i < 4 && st == CLF_SUCCESS; i++)
         if (names[i] && (st = kernel_text(ctx, names[i], &parts[i])) == CLF_SUCCESS)
             n += strlen(parts[i]) + strlen(names[i]) + 32;
     if (st == CLF_SUCCESS && !(*out = malloc(n)))
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (st == CLF_SUCCESS) {
-        size_t off = 0;
-        for (int i = 0; i < 3; i++) /* each part keeps its own file name and line numbers */
+        size_t off = dtype_ids(*out, n);
+        for (int i = 0; i < 4; i++) /* each part keeps its own file name and line numbers */
             if (parts[i])
-                off += (size_t)snprintf(*out + off, n - off, "%s#line 1 \"%s.cl\"\n%s\n",
-                                        i ? "\n" : "", names[i], parts[i]);
+                off += (size_t)snprintf(*out + off, n - off, "\n#line 1 \"%s.cl\"\n%s\n", names[i],
+                                        parts[i]);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free(parts[i]);
     return st;
 }

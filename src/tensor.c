@@ -9,29 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t clf_dtype_size(clf_dtype dtype) {
-    switch (dtype) {
-    case CLF_F32:
-    case CLF_I32:
-        return 4;
-    case CLF_F16:
-        return 2;
-    default:
-        return 0;
-    }
-}
-
+/* The type's name in messages. */
 static const char *dtype_name(clf_dtype d) {
-    switch (d) {
-    case CLF_F32:
-        return "f32";
-    case CLF_F16:
-        return "f16";
-    case CLF_I32:
-        return "i32";
-    default:
-        return "?";
-    }
+    const char *n = clf_dtype_name(d);
+    return n ? n : "?";
 }
 
 const char *clf__shape_str(const clf_tensor *t, char *buf, size_t size) {
@@ -72,8 +53,8 @@ static clf_status shape_size(clf_context *ctx, clf_dtype dtype, int ndim, const 
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "tensor rank %d: must be 1..%d", ndim,
                          CLF_MAX_DIMS);
     if (!shape) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "shape is NULL");
-    size_t esize = clf_dtype_size(dtype);
-    if (esize == 0) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", dtype);
+    const clf_dtype_traits *tr = clf__dtype(dtype);
+    if (!tr) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", dtype);
     size_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] <= 0)
@@ -82,8 +63,14 @@ static clf_status shape_size(clf_context *ctx, clf_dtype dtype, int ndim, const 
         if ((uint64_t)shape[i] > SIZE_MAX || !clf__mul_size(n, (size_t)shape[i], &n))
             return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "tensor element count overflows");
     }
+    /* A block type: whole blocks along the last dimension (each row stands alone). */
+    if (tr->block > 1 && (ndim < 1 || shape[ndim - 1] % tr->block))
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "a %s tensor's last dimension must be a multiple of its block of %lld, "
+                         "not %lld",
+                         tr->name, (long long)tr->block, ndim ? (long long)shape[ndim - 1] : 0LL);
     size_t b;
-    if (n > (size_t)INT64_MAX || !clf__mul_size(n, esize, &b))
+    if (n > (size_t)INT64_MAX || !clf__mul_size(n / (size_t)tr->block, (size_t)tr->block_bytes, &b))
         return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "tensor byte size overflows");
     *numel = (int64_t)n;
     *bytes = b;
@@ -218,13 +205,13 @@ float clf_f16_to_f32(uint16_t h) {
     return f;
 }
 
-/* Checks a float transfer of count elements to or from t (F32 or F16). */
+/* Checks a float transfer of count elements to or from t (any type but I32). */
 static clf_status check_f32_transfer(const clf_tensor *t, const void *host, int64_t count,
                                      const char *what) {
     if (!t) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(t->ctx);
     if (!host) return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "%s: host is NULL", what);
-    if (t->dtype != CLF_F32 && t->dtype != CLF_F16)
+    if (t->dtype == CLF_I32)
         return clf__fail(t->ctx, CLF_ERROR_UNSUPPORTED, "%s: the tensor is %s, not floating", what,
                          dtype_name(t->dtype));
     if (count != t->numel)
@@ -237,19 +224,25 @@ clf_status clf_tensor_write_f32(clf_tensor *t, const float *host, int64_t count)
     clf_status st = check_f32_transfer(t, host, count, "clf_tensor_write_f32");
     if (st != CLF_SUCCESS || t->dtype == CLF_F32)
         return st != CLF_SUCCESS ? st : clf_tensor_write(t, host, t->bytes);
-    uint16_t *h = malloc(t->bytes);
-    if (!h) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    for (int64_t i = 0; i < count; i++) {
-        if (isfinite(host[i]) && fabsf(host[i]) > 65504.0f) {
-            free(h);
+    for (int64_t i = 0; t->dtype == CLF_F16 && i < count; i++)
+        if (isfinite(host[i]) && fabsf(host[i]) > 65504.0f)
             return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT,
                              "clf_tensor_write_f32: element %lld = %g is outside f16's range "
                              "(|x| <= 65504)",
                              (long long)i, (double)host[i]);
+    unsigned char *h = malloc(t->bytes);
+    if (!h) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (t->dtype == CLF_F16) { /* F16 keeps infinities and NaNs, as vstore_half does */
+        for (int64_t i = 0; i < count; i++) {
+            const uint16_t v = clf_f32_to_f16(host[i]);
+            memcpy(h + 2 * i, &v, 2);
         }
-        h[i] = clf_f32_to_f16(host[i]);
+    } else {
+        clf_error e;
+        st = clf_quantize(t->dtype, host, count, h, t->bytes, &e);
+        if (st != CLF_SUCCESS) st = clf__fail(t->ctx, st, "clf_tensor_write_f32: %s", e.message);
     }
-    st = clf_tensor_write(t, h, t->bytes);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(t, h, t->bytes);
     free(h);
     return st;
 }
@@ -258,11 +251,13 @@ clf_status clf_tensor_read_f32(const clf_tensor *t, float *host, int64_t count) 
     clf_status st = check_f32_transfer(t, host, count, "clf_tensor_read_f32");
     if (st != CLF_SUCCESS || t->dtype == CLF_F32)
         return st != CLF_SUCCESS ? st : clf_tensor_read(t, host, t->bytes);
-    uint16_t *h = malloc(t->bytes);
+    unsigned char *h = malloc(t->bytes);
     if (!h) return clf__fail(t->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     st = clf_tensor_read(t, h, t->bytes);
-    for (int64_t i = 0; st == CLF_SUCCESS && i < count; i++)
-        host[i] = clf_f16_to_f32(h[i]);
+    clf_error e;
+    if (st == CLF_SUCCESS &&
+        (st = clf_dequantize(t->dtype, h, t->bytes, host, count, &e)) != CLF_SUCCESS)
+        st = clf__fail(t->ctx, st, "clf_tensor_read_f32: %s", e.message);
     free(h);
     return st;
 }
@@ -270,15 +265,31 @@ clf_status clf_tensor_read_f32(const clf_tensor *t, float *host, int64_t count) 
 clf_status clf_tensor_fill(clf_tensor *t, double value) {
     if (!t) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(t->ctx);
-    float f = (float)value;
-    int32_t i = (int32_t)value;
-    uint16_t h = clf_f32_to_f16(f);
-    const void *pattern = t->dtype == CLF_F32   ? (const void *)&f
-                          : t->dtype == CLF_I32 ? (const void *)&i
-                                                : (const void *)&h;
+    if (clf_dtype_block(t->dtype) != 1)
+        return clf__fail(t->ctx, CLF_ERROR_UNSUPPORTED,
+                         "clf_tensor_fill: a %s tensor is filled through clf_tensor_write_f32",
+                         dtype_name(t->dtype));
     if (t->dtype == CLF_I32 && !(value >= -2147483648.0 && value <= 2147483647.0))
         return clf__fail(t->ctx, CLF_ERROR_INVALID_ARGUMENT, "fill value %g out of int32 range",
                          value);
+    float f = (float)value;
+    int32_t i = (int32_t)value;
+    unsigned char pattern[4];
+    if (t->dtype == CLF_F32)
+        memcpy(pattern, &f, 4);
+    else if (t->dtype == CLF_I32)
+        memcpy(pattern, &i, 4);
+    else if (t->dtype == CLF_F16) {
+        const uint16_t h = clf_f32_to_f16(f);
+        memcpy(pattern, &h, 2);
+    } else if (isfinite(f)) {
+        clf_quantize(t->dtype, &f, 1, pattern, clf_dtype_size(t->dtype), NULL);
+    } else { /* BF16 keeps f32's exponent: its top half */
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        const uint16_t h = (uint16_t)(bits >> 16);
+        memcpy(pattern, &h, 2);
+    }
     cl_int err = clf__fault(t->ctx, CLF_FAULT_TRANSFER)
                      ? CL_OUT_OF_RESOURCES
                      : clEnqueueFillBuffer(t->ctx->queue, t->mem, pattern, clf_dtype_size(t->dtype),

@@ -79,8 +79,8 @@ int64_t rng_int(int64_t lo, int64_t hi); /* inclusive */
 
 /* A device tensor (f32) holding host data. */
 clf_tensor *tensor_from(clf_dtype dtype, int ndim, const int64_t *shape, const void *data);
-/* A device tensor filled with NaN (f32) or INT32_MIN (i32): an element the op fails to write
- * shows up as a mismatch. */
+/* A device tensor filled with NaN (every floating type, block types through NaN scales) or
+ * INT32_MIN (i32): an element the op fails to write shows up as a mismatch. */
 clf_tensor *tensor_poisoned(clf_dtype dtype, int ndim, const int64_t *shape);
 /* Reads a f32 tensor into a malloc'ed array. */
 float *tensor_to_host(const clf_tensor *t);

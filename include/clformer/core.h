@@ -218,7 +218,16 @@ CLF_API clf_status clf_context_build_kernel(clf_context *ctx, const char *source
 
 #define CLF_MAX_DIMS 4
 
-typedef enum { CLF_F32 = 0, CLF_F16 = 1, CLF_I32 = 2 } clf_dtype;
+/* Storage types (the table, with block layouts: dtypes.def). F32 is every op's type; F16 and BF16
+ * store weights (F16 also K/V caches) and the block types Q8_0, Q4_0, Q4_K and Q6_K hold linear
+ * weights and embeddings as ggml lays them out, each row a whole number of blocks (the last
+ * dimension a multiple of clf_dtype_block). The math is fp32 whatever the storage. */
+typedef enum {
+#define CLF_DTYPE(name, value, ...) CLF_##name = value,
+#include "dtypes.def"
+#undef CLF_DTYPE
+    CLF__DTYPE_END
+} clf_dtype;
 
 typedef struct clf_tensor clf_tensor;
 
@@ -253,7 +262,28 @@ CLF_API size_t clf_tensor_bytes(const clf_tensor *t);
 CLF_API clf_dtype clf_tensor_dtype(const clf_tensor *t);
 /* The tensor's buffer, owned by it: valid until clf_tensor_free (retain it to keep it). */
 CLF_API cl_mem clf_tensor_cl_mem(const clf_tensor *t);
+/* Bytes per element of a plain type; 0 for a block type or an unknown value. */
 CLF_API size_t clf_dtype_size(clf_dtype dtype);
+/* The type's name as GGUF and ggml write it ("F32", "Q4_K"), or NULL for an unknown value. */
+CLF_API const char *clf_dtype_name(clf_dtype dtype);
+/* The type of a name, any case ("q4_0", "F16"): CLF_SUCCESS, or CLF_ERROR_INVALID_ARGUMENT. */
+CLF_API clf_status clf_dtype_from_name(const char *name, clf_dtype *out);
+/* Elements per block (1 for a plain type) and bytes per block; 0 for an unknown value. */
+CLF_API int64_t clf_dtype_block(clf_dtype dtype);
+CLF_API size_t clf_dtype_block_bytes(clf_dtype dtype);
+/* Bytes of a row of n elements; 0 when n is not a whole number of blocks, negative, or the type
+ * unknown. */
+CLF_API size_t clf_dtype_row_bytes(clf_dtype dtype, int64_t n);
+/* Converts n floats into dtype's storage at dst (dst_bytes = clf_dtype_row_bytes(dtype, n)):
+ * F32, F16 and BF16 (round to nearest even), Q8_0 and Q4_0 bit for bit as ggml and the gguf
+ * package quantize (per block: Q8_0 d = max|x| / 127, q = round(x / d); Q4_0 d = x_max / -8 for
+ * the x of largest magnitude, q = min(15, trunc(x / d + 8.5))). Other types: CLF_ERROR_UNSUPPORTED.
+ * Non-finite input is refused (CLF_ERROR_INVALID_ARGUMENT, with its index in err). */
+CLF_API clf_status clf_quantize(clf_dtype dtype, const float *src, int64_t n, void *dst,
+                                size_t dst_bytes, clf_error *err);
+/* The reverse for every type but I32: n floats from src (src_bytes = clf_dtype_row_bytes). */
+CLF_API clf_status clf_dequantize(clf_dtype dtype, const void *src, size_t src_bytes, float *dst,
+                                  int64_t n, clf_error *err);
 
 #ifdef __cplusplus
 }

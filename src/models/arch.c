@@ -46,9 +46,9 @@ clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
     *out = *c;
     if (!out->max_len) out->max_len = 1000;
     const int64_t d = c->num_hiddens;
-    if (c->weight_dtype != CLF_F32 && c->weight_dtype != CLF_F16)
+    if (!clf__load_weight_type(c->weight_dtype))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "config: weight_dtype %d must be CLF_F32 or CLF_F16",
+                         "config: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0 or Q4_0",
                          (int)c->weight_dtype);
     if (!clf__arch_find(c->arch))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown arch %d", (int)c->arch);

@@ -140,21 +140,24 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
                                 full, cols ? 2 : 1, shape, out);
 }
 
-/* Replaces a (out, in) weight by its packed panels when the device prefers them
- * (linear.PACK: CPUs), see clf__linear_pack. */
+/* Converts a (out, in) F32 weight to `dtype` (rounded, or quantized as clf_quantize does), then
+ * replaces it by its packed panels when the device prefers them (linear.PACK: CPUs) and the type
+ * has panels (plain types), see clf__linear_pack. */
 clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
-    if (*w && dtype == CLF_F16 && (*w)->dtype == CLF_F32) {
+    if (*w && dtype != CLF_F32 && (*w)->dtype == CLF_F32) {
         const int64_t n = (*w)->numel;
         float *h = malloc(sizeof(float) * (size_t)n);
         clf_tensor *t = NULL;
         if (!h) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         clf_status st = clf_tensor_read(*w, h, sizeof(float) * (size_t)n);
-        if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F16, (*w)->ndim, (*w)->shape, &t);
-        if (st == CLF_SUCCESS && (st = clf_tensor_write_f32(t, h, n)) != CLF_SUCCESS) {
+        if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, dtype, (*w)->ndim, (*w)->shape, &t);
+        if (st == CLF_SUCCESS) st = clf_tensor_write_f32(t, h, n);
+        if (st != CLF_SUCCESS) {
             char why[256]; /* the message is rewritten from a copy: clf__fail writes the buffer */
             snprintf(why, sizeof(why), "%s", clf_context_last_error(ctx));
-            clf__fail(ctx, st, "weights as F16 (a (%lld, %lld) linear weight): %s",
-                      (long long)(*w)->shape[0], (long long)(*w)->shape[1], why);
+            clf__fail(ctx, st, "weights as %s (a (%lld, %lld) linear weight): %s",
+                      clf_dtype_name(dtype), (long long)(*w)->shape[0], (long long)(*w)->shape[1],
+                      why);
         }
         free(h);
         if (st != CLF_SUCCESS) {
@@ -164,7 +167,8 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
         clf_tensor_free(*w);
         *w = t;
     }
-    if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK)) return CLF_SUCCESS;
+    if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK) || clf_dtype_block((*w)->dtype) != 1)
+        return CLF_SUCCESS;
     clf_tensor *p = NULL;
     CLF_TRY(clf__linear_pack(ctx, *w, &p));
     clf_tensor_free(*w);

@@ -84,14 +84,18 @@ static int64_t count_params(const clf_lm *m) {
            numel_or0(m->final.b) + (m->cfg.tied ? 0 : in->vocab_size * d);
 }
 
-/* F32 or F16, the dtypes a model may be kept in. */
+/* The types a model may be kept in: weights converted at load (clf__load_weight_type), caches
+ * of a type attention reads (CLF_DTU_KV). */
 static clf_status check_dtypes(clf_context *ctx, clf_dtype weights, clf_dtype cache) {
-    const bool ok =
-        (weights == CLF_F32 || weights == CLF_F16) && (cache == CLF_F32 || cache == CLF_F16);
-    return ok ? CLF_SUCCESS
-              : clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                          "lm: weight_dtype %d and cache_dtype %d must be CLF_F32 or CLF_F16",
-                          (int)weights, (int)cache);
+    const clf_dtype_traits *c = clf__dtype(cache);
+    if (!clf__load_weight_type(weights))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0 or Q4_0",
+                         (int)weights);
+    if (!c || !(c->uses & CLF_DTU_KV))
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm: cache_dtype %d must be CLF_F32 or CLF_F16", (int)cache);
+    return CLF_SUCCESS;
 }
 
 clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out) {

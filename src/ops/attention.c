@@ -21,7 +21,9 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
                         const clf_tensor *v, const clf_tensor *out, const clf_attention_params *d,
                         att_shape *s) {
     /* K and V: both F32 or both F16 (a half-precision KV cache; math stays fp32). */
-    const clf_dtype kvt = k && k->ctx == ctx && k->dtype == CLF_F16 ? CLF_F16 : CLF_F32;
+    /* K and V: any type the table marks for them (CLF_DTU_KV), both the same. */
+    const clf_dtype_traits *kvtr = k && k->ctx == ctx ? clf__dtype(k->dtype) : NULL;
+    const clf_dtype kvt = kvtr && (kvtr->uses & CLF_DTU_KV) ? k->dtype : CLF_F32;
     clf_status st = clf__check_tensor(ctx, q, "q", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, k, "k", kvt);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, v, "v", kvt);
@@ -81,8 +83,8 @@ static clf_status check(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     s->lens_mode = m.lens_mode;
     s->lens = m.lens;
     s->window = m.window;
-    s->kv_half = kvt == CLF_F16;
-    if (s->kv_half && d->naive)
+    s->kv_dtype = kvt;
+    if (kvt != CLF_F32 && d->naive)
         return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
                          "attention: the naive path (GEMMs) takes F32 K and V, these are F16");
     if (d->weights && !d->naive)
@@ -150,10 +152,7 @@ static clf_status tiled(clf_context *ctx, const clf_tensor *q, const clf_tensor 
     clf__attention_tiles(ctx, s->dh, &qb64, &bq64);
     /* Per-call macros of the variant (BQ: the fitted work-group, clf__kernel_fit). */
     clf_defines defs = {3, {"DH", "VW", "QB"}, {s->dh, vw, qb64}};
-    if (s->kv_half) {
-        defs.name[defs.n] = "KVH";
-        defs.value[defs.n++] = 1;
-    }
+    clf__dtype_define(&defs, s->kv_dtype);
     const size_t bq = (size_t)bq64;
     int64_t split_keys = clf__tun(ctx, CLF_T_ATTENTION_SPLIT_KEYS);
     int64_t splits = 1;

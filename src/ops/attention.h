@@ -12,7 +12,7 @@ typedef struct att_shape {
     int64_t batch, nq, nk, heads, kv_heads, dh, wq, wk, wv, kmax;
     float scale;
     int lens_mode, window;
-    int kv_half; /* K and V are F16 (kernels built with KVH 1) */
+    clf_dtype kv_dtype; /* K and V: F32 or F16 (the kernels' DT) */
     cl_mem lens;
 } att_shape;
 

@@ -161,7 +161,8 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
         /* A compiler may lay local arrays out larger than their sum (llvmpipe reports about
          * twice): a smaller tile while the kernel does not fit. */
         for (;; bk /= 2) {
-            clf_defines defs = {4, {"DH", "VW", "BK", "KVH"}, {s->dh, vw, bk, s->kv_half}};
+            clf_defines defs = {3, {"DH", "VW", "BK"}, {s->dh, vw, bk}};
+            clf__dtype_define(&defs, s->kv_dtype);
             clf_status st = flash(ctx, q, k, v, out, s, &defs, &a, tpq, bq);
             if (st != CLF_ERROR_UNSUPPORTED || bk == 1) return st;
             clf__clear_error(ctx);
@@ -170,6 +171,7 @@ clf_status clf__attention_local(clf_context *ctx, const clf_tensor *q, const clf
     const int64_t splits = s->nk > split_keys ? (s->nk + split_keys - 1) / split_keys : 1;
     /* BK too: the program holds attention_flash as well, whose tiles must fit local memory for
      * the program to build at all (a GPU compiler rejects it, at DH 256 with the default BK). */
-    clf_defines defs = {4, {"DH", "VW", "BK", "KVH"}, {s->dh, vw, bk, s->kv_half}};
+    clf_defines defs = {3, {"DH", "VW", "BK"}, {s->dh, vw, bk}};
+    clf__dtype_define(&defs, s->kv_dtype);
     return flash_split(ctx, q, k, v, out, s, &defs, &a, (size_t)wg, splits, split_keys, vw);
 }

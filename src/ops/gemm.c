@@ -74,8 +74,8 @@ static clf_status gemm_packed(clf_context *ctx, clf_transpose ta, clf_transpose 
     clf_status st = clf__scratch(ctx, (size_t)bytes, &wp);
     /* W[o][kk] = op(B)[kk][o]: B stored (k, n) (no transpose) or (n, k). */
     if (st == CLF_SUCCESS)
-        st = clf__pack_panels(ctx, b->mem, 0, b_offset, tb ? ldb : 1, tb ? 1 : ldb, b_stride, k, n,
-                              packs, wp);
+        st = clf__pack_panels(ctx, b->mem, CLF_F32, b_offset, tb ? ldb : 1, tb ? 1 : ldb, b_stride,
+                              k, n, packs, wp);
     if (st != CLF_SUCCESS) return st;
     /* x[r][kk] = op(A)[r][kk]: A stored (m, k) (no transpose) or (k, m). */
     const clf_packed_call pc = {.x = a->mem,

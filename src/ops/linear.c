@@ -10,10 +10,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* The kernels' per-call define for the weights' dtype: NULL for F32 (the plain variant). */
-static const clf_defines k_half_weights = {1, {"WH"}, {1}};
-static const clf_defines *weight_defs(const clf_tensor *w) {
-    return w->dtype == CLF_F16 ? &k_half_weights : NULL;
+/* The kernels' per-call define for the weights' type (DT, kernels/dtypes.cl). */
+static clf_defines weight_defs(clf_dtype wtype) {
+    clf_defines d = {0, {NULL}, {0}};
+    clf__dtype_define(&d, wtype);
+    return d;
 }
 
 /* The sizes a kernel takes as int. */
@@ -31,8 +32,8 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
-    if (st == CLF_SUCCESS)
-        st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, weight_defs(w), 2, local, &k);
+    const clf_defines defs = weight_defs(w->dtype);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, &defs, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
     const int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
     const int64_t opi = clf__tun(ctx, CLF_T_LINEAR_SK_OPI);
@@ -44,12 +45,13 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out;
     cl_int c_act = fused ? (cl_int)act : (cl_int)CLF_ACT_IDENTITY;
     cl_int c_rows = (cl_int)rows;
+    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
     const size_t global[2] = {(size_t)((out + opi - 1) / opi) * lw,
                               (size_t)((rows + chunk - 1) / chunk)};
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
-                       &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
-                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
-                       &c_out, (size_t)0);
+                       &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &bm, sizeof(cl_int),
+                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int),
+                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 2, global, local);
     if (st == CLF_SUCCESS && !fused) st = clf_bias_act(ctx, y, NULL, act, y);
     return st;
@@ -63,8 +65,8 @@ static clf_status linear_tiled(clf_context *ctx, const clf_tensor *x, int64_t ro
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_LT_WX),
                        (size_t)clf__tun(ctx, CLF_T_LINEAR_LT_WY)};
-    if (st == CLF_SUCCESS)
-        st = clf__kernel_fit(ctx, CLF_K_LINEAR_TILED, weight_defs(w), 2, local, &k);
+    const clf_defines defs = weight_defs(w->dtype);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_TILED, &defs, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
     /* The tile follows the fitted group: TN = WX RN outputs, TM = WY RM rows. */
     const size_t tn = local[0] * (size_t)clf__tun(ctx, CLF_T_LINEAR_LT_RN);
@@ -72,20 +74,27 @@ static clf_status linear_tiled(clf_context *ctx, const clf_tensor *x, int64_t ro
     cl_mem bm = bias ? bias->mem : w->mem;
     cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out, c_rows = (cl_int)rows;
     cl_int c_act = (cl_int)act;
+    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
     const size_t global[2] = {((size_t)out + tn - 1) / tn * local[0],
                               ((size_t)rows + tm - 1) / tm * local[1]};
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
-                       &w->mem, sizeof(cl_mem), &bm, sizeof(cl_int), &has_bias, sizeof(cl_int),
-                       &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int), &c_in, sizeof(cl_int),
-                       &c_out, (size_t)0);
+                       &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &bm, sizeof(cl_int),
+                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int),
+                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_TILED, k, 2, global, local);
     return st;
 }
 
-/* Weights are F32 or F16. */
+/* Weights are of any type the table marks for them (CLF_DTU_WEIGHTS). */
 static clf_status check_weights(clf_context *ctx, const clf_tensor *w, const char *what) {
-    if (w && w->ctx == ctx && w->dtype == CLF_F16) return CLF_SUCCESS;
+    const clf_dtype_traits *t = w && w->ctx == ctx ? clf__dtype(w->dtype) : NULL;
+    if (t && (t->uses & CLF_DTU_WEIGHTS)) return CLF_SUCCESS;
     return clf__check_tensor(ctx, w, what, CLF_F32);
+}
+
+/* Panels (the packed kernels) hold plain types only. */
+static bool packable(clf_dtype t) {
+    return clf_dtype_block(t) == 1;
 }
 
 clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
@@ -113,10 +122,12 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
     if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     const int64_t rows = x->numel / in;
+    /* CLBlast multiplies F32 weights only: other types take linear_rows (few rows, or a device
+     * without linear.TILED) or linear_tiled. */
     if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) ||
-        (w->dtype == CLF_F16 && !clf__tun(ctx, CLF_T_LINEAR_TILED)))
+        (w->dtype != CLF_F32 && !clf__tun(ctx, CLF_T_LINEAR_TILED)))
         return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
-    if (w->dtype == CLF_F16) return linear_tiled(ctx, x, rows, in, w, bias, act, y, out);
+    if (w->dtype != CLF_F32) return linear_tiled(ctx, x, rows, in, w, bias, act, y, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
     if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;
@@ -146,7 +157,7 @@ clf_status clf_linear_prepare(clf_context *ctx, const clf_tensor *w, clf_linear_
     lw->ctx = ctx;
     lw->out = w->shape[0];
     lw->in = w->shape[1];
-    if (clf__tun(ctx, CLF_T_LINEAR_PACK)) {
+    if (clf__tun(ctx, CLF_T_LINEAR_PACK) && packable(w->dtype)) {
         st = clf__linear_pack(ctx, w, &lw->w);
     } else {
         st = clf_tensor_create(ctx, w->dtype, 2, w->shape, &lw->w);
@@ -184,7 +195,7 @@ void clf_linear_weights_free(clf_linear_weights *w) {
     free(w);
 }
 
-clf_status clf__pack_panels(clf_context *ctx, cl_mem w, int half, int64_t off, int64_t os,
+clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t off, int64_t os,
                             int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
                             cl_mem wp) {
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
@@ -195,8 +206,8 @@ clf_status clf__pack_panels(clf_context *ctx, cl_mem w, int half, int64_t off, i
     if (st != CLF_SUCCESS) return st;
     cl_kernel k;
     size_t none[3] = {1, 1, 1}; /* launched with no local size */
-    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, half ? &k_half_weights : NULL, 3, none,
-                              &k)) != CLF_SUCCESS)
+    const clf_defines defs = weight_defs(wtype);
+    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, &defs, 3, none, &k)) != CLF_SUCCESS)
         return st;
     cl_long c_off = off, c_os = os, c_ks = ks, c_bs = bs;
     cl_int c_in = (cl_int)in, c_out = (cl_int)out;
@@ -220,9 +231,8 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c) {
                                                                     : CLF_K_LINEAR_PACKED_4;
     size_t local[3] = {1, 1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
     cl_kernel k;
-    if ((st = clf__kernel_fit(ctx, kid, c->half ? &k_half_weights : NULL, 3, local, &k)) !=
-        CLF_SUCCESS)
-        return st;
+    const clf_defines defs = weight_defs(c->wtype);
+    if ((st = clf__kernel_fit(ctx, kid, &defs, 3, local, &k)) != CLF_SUCCESS) return st;
     cl_mem bm = c->has_bias ? c->bias : c->wp;
     cl_long x_off = c->x_off, x_rs = c->x_rs, x_ks = c->x_ks, x_bs = c->x_bs, wp_bs = c->wp_bs;
     cl_long y_off = c->y_off, y_rs = c->y_rs, y_bs = c->y_bs;
@@ -247,12 +257,15 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     clf_status st = check_weights(ctx, w, "w");
     if (st != CLF_SUCCESS) return st;
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
+    if (!packable(w->dtype))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "pack: %s weights are not packed into panels",
+                         clf_dtype_name(w->dtype));
     const int64_t out = w->shape[0], in = w->shape[1];
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     int64_t shape[3] = {(out + pw - 1) / pw, in, pw}; /* sizes checked by clf__pack_panels */
     clf_tensor *t = NULL;
     if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
-    st = clf__pack_panels(ctx, w->mem, w->dtype == CLF_F16, 0, in, 1, 0, in, out, 1, t->mem);
+    st = clf__pack_panels(ctx, w->mem, w->dtype, 0, in, 1, 0, in, out, 1, t->mem);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);
         return st;
@@ -304,7 +317,7 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                                .x_ks = 1,
                                .rows = rows,
                                .wp = wp->mem,
-                               .half = wp->dtype == CLF_F16,
+                               .wtype = wp->dtype,
                                .bias = bias ? bias->mem : NULL,
                                .has_bias = bias != NULL,
                                .act = (int)act,

@@ -12,6 +12,9 @@
  *                read roof.
  *   llm_prefill_f16, llm_decode_f16: the same with F16 weights and an F16 KV cache
  *                (clf_lm_info.weight_dtype, cache_dtype): half the bytes a step reads.
+ *   llm_prefill_q8_0, llm_decode_q8_0, llm_prefill_q4_0, llm_decode_q4_0: weights quantized at
+ *                creation (ggml's Q8_0 and Q4_0 blocks: 8.5 and 4.5 bits per weight), F16 cache;
+ *                the bytes read count the blocks as stored.
  */
 #include "bench.h"
 
@@ -48,15 +51,18 @@ static clf_status run_decode(clf_context *ctx, void *arg) {
     return s != CLF_SUCCESS ? s : clf_tensor_read(c->am, &next, sizeof(next));
 }
 
-/* Both records of one storage dtype (F32 or F16 weights and cache). */
-static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype dt,
-                   const char *prefill_op, const char *decode_op) {
+/* Both records of one storage type of the weights (wt) and of the KV cache (ct). */
+static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_dtype wt,
+                   clf_dtype ct, const char *prefill_op, const char *decode_op) {
     const int want_prefill = bench_op_selected(o, prefill_op),
               want_decode = bench_op_selected(o, decode_op);
     if (!want_prefill && !want_decode) return 0;
     clf_lm_info sz = {0};
-    sz.weight_dtype = sz.cache_dtype = dt;
-    const double esize = (double)clf_dtype_size(dt);
+    sz.weight_dtype = wt;
+    sz.cache_dtype = ct;
+    /* bytes per weight and per cache element, as stored */
+    const double wsize = (double)clf_dtype_block_bytes(wt) / (double)clf_dtype_block(wt);
+    const double csize = (double)clf_dtype_size(ct);
     sz.vocab_size = 32000;
     sz.hidden_size = 768;
     sz.ffn_size = 2048;
@@ -66,7 +72,8 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
     sz.head_dim = 64;
     sz.max_positions = 4096;
     const int64_t P = o->quick ? 128 : 512, steps = o->quick ? 8 : 32;
-    bench_progress("model: llm (Llama-shaped, random weights, %s)", dt == CLF_F16 ? "F16" : "F32");
+    bench_progress("model: llm (Llama-shaped, random weights, %s, %s cache)", clf_dtype_name(wt),
+                   clf_dtype_name(ct));
     clf_lm *m = NULL;
     clf_status s = clf_lm_create_random(ctx, &sz, 1, &m);
     if (s != CLF_SUCCESS) return fail(ctx, "llm", s);
@@ -133,9 +140,9 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
         for (int i = 0; i < n; i++)
             sum += t[i];
         res.context = P + steps / 2;
-        const double bytes = esize * (weights + kv_row * (double)res.context);
+        const double bytes = wsize * weights + csize * kv_row * (double)res.context;
         /* before the median sorts t; a step writes its logits and one K/V row per layer */
-        if (!o->profile) bench_roof_judge(&res, bytes, 4.0 * V + esize * kv_row, 0, t, roof, n);
+        if (!o->profile) bench_roof_judge(&res, bytes, 4.0 * V + csize * kv_row, 0, t, roof, n);
         res.ms = bench_median(t, n);
         res.tokens_per_s = 1000.0 / res.ms;
         res.gbps = bytes / (res.ms * 1e6);
@@ -154,6 +161,8 @@ static int llm_run(clf_context *ctx, const bench_opts *o, bench_results *r, clf_
 }
 
 int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
-    if (llm_run(ctx, o, r, CLF_F32, "llm_prefill", "llm_decode")) return 1;
-    return llm_run(ctx, o, r, CLF_F16, "llm_prefill_f16", "llm_decode_f16");
+    if (llm_run(ctx, o, r, CLF_F32, CLF_F32, "llm_prefill", "llm_decode")) return 1;
+    if (llm_run(ctx, o, r, CLF_F16, CLF_F16, "llm_prefill_f16", "llm_decode_f16")) return 1;
+    if (llm_run(ctx, o, r, CLF_Q8_0, CLF_F16, "llm_prefill_q8_0", "llm_decode_q8_0")) return 1;
+    return llm_run(ctx, o, r, CLF_Q4_0, CLF_F16, "llm_prefill_q4_0", "llm_decode_q4_0");
 }

@@ -35,6 +35,28 @@ static clf_tensor *make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t 
     return t;
 }
 
+/* Weights of any type: plain ones filled with 0.01, block types with bytes 0x11 (small scales,
+ * every quant the same: valid blocks; the time does not depend on the values). */
+static clf_tensor *make_weights(clf_context *ctx, clf_dtype dt, const int64_t *shape, int *bad) {
+    if (clf_dtype_block(dt) == 1) return make(ctx, dt, 2, shape, 0.01, bad);
+    clf_tensor *t = NULL;
+    if (*bad) return NULL;
+    const size_t bytes = clf_dtype_row_bytes(dt, shape[1]) * (size_t)shape[0];
+    void *h = malloc(bytes);
+    clf_status st = h ? clf_tensor_create(ctx, dt, 2, shape, &t) : CLF_ERROR_OUT_OF_MEMORY;
+    if (st == CLF_SUCCESS) {
+        memset(h, 0x11, bytes);
+        st = clf_tensor_write(t, h, bytes);
+    }
+    free(h);
+    if (st != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-bench: weights: %s: %s\n", clf_strerror(st),
+                clf_context_last_error(ctx));
+        *bad = 1;
+    }
+    return t;
+}
+
 /* Token ids 0, 7, 14, ... modulo vocab. */
 static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, int64_t vocab,
                             int *bad) {
@@ -359,7 +381,9 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
  *           FLOP/s against the FMA roof.
  *   gemv, gemv_f16: one row through an (11008, 4096) weight (a 7B Llama's FFN; F32 180 MB, over
  *           4x a 32 MiB last-level cache) and a (22016, 4096) F16 one of the same bytes: bytes
- *           read against the read roof. */
+ *           read against the read roof.
+ *   gemv_q8_0, gemv_q4_0, gemv_q4_k: the (11008, 4096) weight in ggml's blocks (48, 25 and 25 MB
+ *           as stored): the bytes of the blocks against the read roof. */
 static const int64_t k_linear_shapes[][3] = {
     {4096, 1152, 384}, {4096, 1536, 384}, {4096, 384, 1536}, {512, 2048, 768}, {512, 768, 2048}};
 
@@ -377,7 +401,7 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     bench_progress("op: %s %lldx%lldx%lld", op, (long long)m, (long long)n, (long long)k);
     int bad = 0;
     int64_t sx[2] = {m, k}, sw[2] = {n, k}, sy[2] = {m, n};
-    clf_tensor *x = make(ctx, CLF_F32, 2, sx, 0.01, &bad), *w = make(ctx, wdt, 2, sw, 0.01, &bad);
+    clf_tensor *x = make(ctx, CLF_F32, 2, sx, 0.01, &bad), *w = make_weights(ctx, wdt, sw, &bad);
     clf_tensor *y = make(ctx, CLF_F32, 2, sy, 0, &bad);
     clf_linear_weights *lw = NULL;
     clf_status st = bad ? CLF_ERROR_INTERNAL : clf_linear_prepare(ctx, w, &lw);
@@ -403,7 +427,7 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     }
     const int64_t sh[3] = {m, n, k};
     bench_result res = bench_result_make(op, 3, sh, m == 1 ? "read" : "compute");
-    const double rd = (double)clf_dtype_size(wdt) * (double)(n * k) + 4.0 * (double)(m * k),
+    const double rd = (double)clf_dtype_row_bytes(wdt, k) * (double)n + 4.0 * (double)(m * k),
                  wr = 4.0 * (double)(m * n), bytes = rd + wr;
     /* before the median sorts t */
     if (m == 1)
@@ -413,7 +437,7 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     res.ms = bench_median(t, samples);
     res.gflops = 2.0 * (double)m * (double)n * (double)k / (res.ms * 1e6);
     res.gbps = bytes / (res.ms * 1e6);
-    snprintf(res.note, sizeof(res.note), "%s weights, %s", wdt == CLF_F16 ? "F16" : "F32",
+    snprintf(res.note, sizeof(res.note), "%s weights, %s", clf_dtype_name(wdt),
              packed ? "packed panels" : "as given");
     return bench_add_result(r, &res);
 }
@@ -431,6 +455,14 @@ int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     if (bench_op_selected(o, "gemv_f16") &&
         linear_record(ctx, o, "gemv_f16", CLF_F16, 1, 22016, 4096, r))
         return 1;
+    static const struct {
+        const char *op;
+        clf_dtype t;
+    } q[] = {{"gemv_q8_0", CLF_Q8_0}, {"gemv_q4_0", CLF_Q4_0}, {"gemv_q4_k", CLF_Q4_K}};
+    for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+        if (bench_op_selected(o, q[i].op) &&
+            linear_record(ctx, o, q[i].op, q[i].t, 1, 11008, 4096, r))
+            return 1;
     return 0;
 }
 

@@ -26,8 +26,8 @@ static void usage(FILE *f) {
             "                  else the first GPU, else the first CPU)\n"
             "  --model DIR     sentence-transformers model folder (default $CLF_MODEL_DIR, else\n"
             "                  " DEFAULT_MODEL ")\n"
-            "  --weights f32|f16  the linear weights on the device (default f32; f16: half the\n"
-            "                  bytes, math in fp32)\n"
+            "  --weights TYPE  the linear weights on the device: f32 (default), f16, bf16, q8_0\n"
+            "                  or q4_0 (quantized at load as ggml does; math in fp32)\n"
             "  --similarity    print the cosine-similarity matrix instead of the embeddings\n"
             "  --tokens        print the token ids of each sentence instead\n"
             "  --help          this text\n");
@@ -66,11 +66,12 @@ int main(int argc, char **argv) {
                 model = argv[++i];
         } else if (strcmp(a, "--weights") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(v, "f32") != 0 && strcmp(v, "f16") != 0) {
-                fprintf(stderr, "clformer-embed: --weights takes f32 or f16, not '%s'\n", v);
+            if (clf_dtype_from_name(v, &lp.weight_dtype) != CLF_SUCCESS) {
+                fprintf(stderr,
+                        "clformer-embed: --weights takes f32, f16, bf16, q8_0 or q4_0, not '%s'\n",
+                        v);
                 return 2;
             }
-            lp.weight_dtype = v[1] == '1' ? CLF_F16 : CLF_F32;
         } else if (strcmp(a, "--similarity") == 0) {
             similarity = 1;
         } else if (strcmp(a, "--tokens") == 0) {

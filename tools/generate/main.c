@@ -27,8 +27,9 @@ static void usage(FILE *f) {
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
-            "  --weights f32|f16        the linear weights on the device (default f32; f16:\n"
-            "                           half the bytes, math in fp32)\n"
+            "  --weights TYPE           the linear weights on the device: f32 (default), f16,\n"
+            "                           bf16, q8_0 or q4_0 (quantized at load as ggml does;\n"
+            "                           math in fp32)\n"
             "  --cache f32|f16          the KV cache (default f32)\n"
             "  --temperature T          0: greedy (default); > 0 samples\n"
             "  --top-k K, --top-p P     keep the K most likely / the smallest set of mass P\n"
@@ -143,13 +144,11 @@ int main(int argc, char **argv) {
             gp.sampling.seed = (uint64_t)num_arg(a, argv[++i], &bad);
         } else if ((strcmp(a, "--weights") == 0 || strcmp(a, "--cache") == 0) && has) {
             const char *v = argv[++i];
-            clf_dtype *dt = a[2] == 'w' ? &lp.weight_dtype : &lp.cache_dtype;
-            if (strcmp(v, "f32") == 0) {
-                *dt = CLF_F32;
-            } else if (strcmp(v, "f16") == 0) {
-                *dt = CLF_F16;
-            } else {
-                fprintf(stderr, "clformer-generate: %s takes f32 or f16, not '%s'\n", a, v);
+            const int w = a[2] == 'w';
+            clf_dtype *dt = w ? &lp.weight_dtype : &lp.cache_dtype;
+            if (clf_dtype_from_name(v, dt) != CLF_SUCCESS) { /* the loader refuses other types */
+                fprintf(stderr, "clformer-generate: %s takes %s, not '%s'\n", a,
+                        w ? "f32, f16, bf16, q8_0 or q4_0" : "f32 or f16", v);
                 bad = 1;
             }
         } else if (strcmp(a, "--ids") == 0 && has) {

@@ -12,7 +12,7 @@
  *
  * What it runs, on tiny shapes (what matters is which programs get built, not the numbers): every
  * non-attention op with its real launch (so the logged work-group is the launched one), then
- * clf_context_warmup for anything an op call missed; linear layers with F32 and F16 weights, a
+ * clf_context_warmup for anything an op call missed; linear layers with weights of every type, a
  * few rows (the decode style) and many (CLBlast or the tiled style), and the packed style;
  * attention at every head size of HEAD_DIMS with F32 and F16 K/V, for decoding (one query, keys
  * in one piece and split) and prefill, on the tiled path (local-memory attention off) and the
@@ -97,18 +97,37 @@ done:
     return rc;
 }
 
+/* Weights (out, in) of any type: plain ones filled, block types zero bytes (valid blocks). */
+static clf_tensor *make_weights(clf_dtype dt, int64_t out, int64_t in) {
+    if (clf_dtype_block(dt) == 1) return make(dt, 2, out, in, 0, 0.25);
+    const int64_t shape[2] = {out, in};
+    clf_tensor *t = NULL;
+    void *zeros = calloc(1, clf_dtype_row_bytes(dt, in) * (size_t)out);
+    if (!zeros || clf_tensor_create(g_ctx, dt, 2, shape, &t) != CLF_SUCCESS ||
+        clf_tensor_write(t, zeros, clf_tensor_bytes(t)) != CLF_SUCCESS) {
+        fprintf(stderr, "clformer-gpu-variants: weights: %s\n", clf_context_last_error(g_ctx));
+        clf_tensor_free(t);
+        t = NULL;
+    }
+    free(zeros);
+    return t;
+}
+
 /* Linear layers: rows 1 (decode style) and 40 (past linear.SKINNY_MAX: CLBlast for F32 weights,
- * the tiled kernel for F16 on GPUs), weights F32 and F16, through clf_linear and prepared. */
+ * the tiled kernel for the other types on GPUs), weights of every type dtypes.cl has, through
+ * clf_linear and prepared. */
 static int run_linear(void) {
-    enum { IN = 96, OUT = 72 };
+    enum { IN = 256, OUT = 72 };
+    static const clf_dtype types[] = {CLF_F32,  CLF_F16,  CLF_BF16, CLF_Q8_0,
+                                      CLF_Q4_0, CLF_Q4_K, CLF_Q6_K};
     const int64_t rows[] = {1, 2, 3, 40};
     int rc = 1;
     clf_tensor *b = make(CLF_F32, 1, OUT, 0, 0, 0.1), *w = NULL, *x = NULL, *y = NULL;
     clf_linear_weights *lw = NULL;
     if (!b) goto done;
-    for (int half = 0; half < 2; half++) {
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         clf_tensor_free(w);
-        if (!(w = make(half ? CLF_F16 : CLF_F32, 2, OUT, IN, 0, 0.25))) goto done;
+        if (!(w = make_weights(types[t], OUT, IN))) goto done;
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
             clf_tensor_free(x), clf_tensor_free(y);
             x = make(CLF_F32, 2, rows[i], IN, 0, 0.5);

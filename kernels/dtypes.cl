@@ -1,0 +1,168 @@
+/*
+ * dtypes.cl — the storage types of a program's stored operand (linear's weights, attention's K
+ * and V), one section per type, selected by DT (a clf_dtype value). Prepended to every program
+ * after common.cl; the CLF_DT_<NAME> ids come first, written by the host from
+ * include/clformer/dtypes.def (the block layouts are documented there).
+ *
+ * Each section defines:
+ *   DT_BLOCK, DT_BYTES   elements and bytes per block (1 and the element size for a plain type)
+ *   dt_load<N>(row, i)   elements i .. i + N - 1 of a row (its bytes) as a floatN, N in
+ *                        {1, 2, 4, 8, 16}; i a multiple of N (block types: N divides 16, so a
+ *                        vector never straddles a block or a Q6_K scale group); dt_load1 is the
+ *                        scalar form
+ * and a plain type (DT_BLOCK 1) also stype (its element type: float, half, or ushort for BF16)
+ * and SLOAD(i, p) / SLOAD1(i, p): VW elements at p + i VW as a floatV / element i as a float.
+ * Scales are read with vload_half (core OpenCL): no type needs cl_khr_fp16, sub-groups or an
+ * integer dot-product extension.
+ */
+#ifndef DT
+#define DT CLF_DT_F32
+#endif
+
+/* N bytes at p as a floatN: signed (clf_i8_N), or the nibble at bit `shift` (0 or 4) of each
+ * unsigned one (clf_u4_N). */
+static inline float clf_i8_1(const __global char *p) {
+    return (float)p[0];
+}
+static inline float clf_u4_1(const __global uchar *p, int shift) {
+    return (float)((p[0] >> shift) & 15);
+}
+/* Q6_K's 6-bit value less 32: the nibble at `ls` of *ql topped by the two bits at `hs` of *qh. */
+static inline float clf_q6_1(const __global uchar *ql, int ls, const __global uchar *qh, int hs) {
+    return (float)((int)(((ql[0] >> ls) & 15) | (((qh[0] >> hs) & 3) << 4)) - 32);
+}
+#define CLF_BYTE_HELPERS(N)                                                                        \
+    static inline float##N clf_i8_##N(const __global char *p) {                                    \
+        return convert_float##N(vload##N(0, p));                                                   \
+    }                                                                                              \
+    static inline float##N clf_u4_##N(const __global uchar *p, int shift) {                        \
+        return convert_float##N((vload##N(0, p) >> (uchar)shift) & (uchar)15);                     \
+    }                                                                                              \
+    static inline float##N clf_q6_##N(const __global uchar *ql, int ls, const __global uchar *qh,  \
+                                      int hs) {                                                    \
+        const int##N q =                                                                           \
+            convert_int##N(((vload##N(0, ql) >> (uchar)ls) & (uchar)15) |                          \
+                           (((vload##N(0, qh) >> (uchar)hs) & (uchar)3) << (uchar)4));             \
+        return convert_float##N(q - 32);                                                           \
+    }
+CLF_BYTE_HELPERS(2)
+CLF_BYTE_HELPERS(4)
+CLF_BYTE_HELPERS(8)
+CLF_BYTE_HELPERS(16)
+
+/* BF16: the top half of a float. */
+static inline float clf_bf16_1(const __global ushort *p) {
+    return as_float((uint)p[0] << 16);
+}
+#define CLF_BF16_HELPER(N)                                                                         \
+    static inline float##N clf_bf16_##N(const __global ushort *p) {                                \
+        return as_float##N(convert_uint##N(vload##N(0, p)) << 16);                                 \
+    }
+CLF_BF16_HELPER(2)
+CLF_BF16_HELPER(4)
+CLF_BF16_HELPER(8)
+CLF_BF16_HELPER(16)
+
+#define CLF_DT_GEN(LOAD) LOAD(1) LOAD(2) LOAD(4) LOAD(8) LOAD(16)
+
+/* ---------------------------------------------------------------- plain types */
+#if DT == CLF_DT_F32
+#define DT_BLOCK 1
+#define DT_BYTES 4
+#define stype    float
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        return clf_vload##N(0, (const __global float *)row + i);                                   \
+    }
+
+#elif DT == CLF_DT_F16
+#define DT_BLOCK 1
+#define DT_BYTES 2
+#define stype    half
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        return clf_vload_half##N(0, (const __global half *)row + i);                               \
+    }
+
+#elif DT == CLF_DT_BF16
+#define DT_BLOCK 1
+#define DT_BYTES 2
+#define stype    ushort
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        return clf_bf16_##N((const __global ushort *)row + i);                                     \
+    }
+
+/* ---------------------------------------------------------------- block types */
+#elif DT == CLF_DT_Q8_0
+/* w = d q: block i / 32, its scale, then the int8s from i % 32. */
+#define DT_BLOCK 32
+#define DT_BYTES 34
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        const __global uchar *b = row + (i >> 5) * 34;                                             \
+        return vload_half(0, (const __global half *)b) *                                           \
+               clf_i8_##N((const __global char *)(b + 2 + (i & 31)));                              \
+    }
+
+#elif DT == CLF_DT_Q4_0
+/* w = d (q - 8): element e < 16 of a block is the low nibble of byte e, e >= 16 the high nibble
+ * of byte e - 16. */
+#define DT_BLOCK 32
+#define DT_BYTES 18
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        const __global uchar *b = row + (i >> 5) * 18;                                             \
+        const int e = i & 31;                                                                      \
+        return vload_half(0, (const __global half *)b) *                                           \
+               (clf_u4_##N(b + 2 + (e & 15), (e >> 4) * 4) - 8.0f);                                \
+    }
+
+#elif DT == CLF_DT_Q4_K
+/* Sub-block s = e / 32 of a 256-block: w = d sc_s q - dmin m_s, q the nibble (s odd: high) of
+ * byte 32 (s / 2) + e % 32; (sc_s, m_s) six bits each, packed in 12 bytes (dtypes.def). */
+#define DT_BLOCK 256
+#define DT_BYTES 144
+static inline int2 clf_q4k_scale_min(const __global uchar *q, int s) {
+    return s < 4 ? (int2)(q[s] & 63, q[s + 4] & 63)
+                 : (int2)((q[s + 4] & 15) | ((q[s - 4] >> 6) << 4),
+                          (q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+}
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        const __global uchar *b = row + (i >> 8) * 144;                                            \
+        const int e = i & 255, s = e >> 5;                                                         \
+        const int2 sm = clf_q4k_scale_min(b + 4, s);                                               \
+        const float d = vload_half(0, (const __global half *)b) * (float)sm.x;                     \
+        const float m = vload_half(1, (const __global half *)b) * (float)sm.y;                     \
+        return d * clf_u4_##N(b + 16 + 32 * (s >> 1) + (e & 31), (s & 1) * 4) - m;                 \
+    }
+
+#elif DT == CLF_DT_Q6_K
+/* Element e = 128 h + 32 q + l of a 256-block: the low nibble (q >= 2: high) of
+ * ql[64 h + 32 (q & 1) + l] and bits 2q, 2q + 1 of qh[32 h + l], less 32, times d sc[8 h + 2 q +
+ * l / 16] (ql at 0, qh at 128, the int8 scales at 192, d at 208). */
+#define DT_BLOCK 256
+#define DT_BYTES 210
+#define DT_LOAD(N)                                                                                 \
+    static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
+        const __global uchar *b = row + (i >> 8) * 210;                                            \
+        const int e = i & 255, h = e >> 7, q = (e >> 5) & 3, l = e & 31;                           \
+        const float d = vload_half(104, (const __global half *)b) *                                \
+                        (float)((const __global char *)b)[192 + 8 * h + 2 * q + (l >> 4)];         \
+        return d * clf_q6_##N(b + 64 * h + 32 * (q & 1) + l, (q >> 1) * 4, b + 128 + 32 * h + l,   \
+                              2 * q);                                                              \
+    }
+
+#else
+#error "DT names no storage type of dtypes.cl"
+#endif
+
+CLF_DT_GEN(DT_LOAD)
+
+/* Width-VW forms, expanded where a kernel file that defines VW uses them. */
+#define dt_loadv(row, i) CLF_CAT(dt_load, VW)((row), (i))
+#if DT_BLOCK == 1
+#define SLOAD(i, p)  dt_loadv((const __global uchar *)(p), (i)*VW)
+#define SLOAD1(i, p) dt_load1((const __global uchar *)(p), (i))
+#endif

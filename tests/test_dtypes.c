@@ -1,0 +1,379 @@
+/*
+ * test_dtypes.c — the storage types (include/clformer/dtypes.def, src/dtype.c, kernels/dtypes.cl):
+ * the type table; clf_quantize and clf_dequantize bit for bit against the gguf package
+ * (tests/data/quant/, tools/make_quant_fixtures.py); block-type tensors; and clf_linear with
+ * weights of every type (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) in every style of its kernels
+ * (linear_rows, linear_tiled, prepared weights), under work-group caps.
+ *
+ * Error bound of the linear layers, per element: the kernels compute in fp32 on the dequantized
+ * weights, so against the double reference on those same weights (clf_dequantize: exact, the
+ * kernels' scale products are one fp32 rounding each, (d sc) q - dmin m being two) the bound of
+ * test_linear.c, (in + 4) 2^-24 sum |x w| (+ |b|) through the activation, plus 3 2^-24 sum |x w|
+ * for the dequantizing (at most three roundings per weight, relative to it).
+ */
+#include "harness.h"
+#include "ref/ref.h"
+#include "../src/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- host: the table */
+
+static void test_table(void **state) {
+    (void)state;
+    static const struct {
+        clf_dtype t;
+        const char *name;
+        int64_t block;
+        size_t bytes;
+    } want[] = {{CLF_F32, "F32", 1, 4},       {CLF_F16, "F16", 1, 2},
+                {CLF_I32, "I32", 1, 4},       {CLF_BF16, "BF16", 1, 2},
+                {CLF_Q8_0, "Q8_0", 32, 34},   {CLF_Q4_0, "Q4_0", 32, 18},
+                {CLF_Q4_K, "Q4_K", 256, 144}, {CLF_Q6_K, "Q6_K", 256, 210}};
+    assert_int_equal(clf__dtype_count, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        assert_string_equal(clf_dtype_name(want[i].t), want[i].name);
+        assert_int_equal(clf_dtype_block(want[i].t), want[i].block);
+        assert_int_equal(clf_dtype_block_bytes(want[i].t), want[i].bytes);
+        assert_int_equal(clf_dtype_size(want[i].t), want[i].block == 1 ? want[i].bytes : 0);
+        assert_int_equal(clf_dtype_row_bytes(want[i].t, want[i].block * 3), want[i].bytes * 3);
+        if (want[i].block > 1) assert_int_equal(clf_dtype_row_bytes(want[i].t, 16), 0);
+        assert_ptr_equal(clf__dtype_from_gguf(clf__dtype(want[i].t)->gguf), clf__dtype(want[i].t));
+    }
+    assert_null(clf_dtype_name((clf_dtype)99));
+    assert_int_equal(clf_dtype_block((clf_dtype)-1), 0);
+    assert_int_equal(clf_dtype_row_bytes(CLF_Q8_0, -32), 0);
+    assert_null(clf__dtype_from_gguf(3)); /* Q4_1: not (yet) a clformer type */
+    assert_null(clf__dtype_from_gguf(-1));
+}
+
+/* ---------------------------------------------------------------- host: against gguf */
+
+/* A fixture file of tests/data/quant/, malloc'ed, its size in *n. */
+static void *fixture(const char *name, size_t *n) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/data/quant/%s", CLF_SRC, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = malloc(size > 0 ? (size_t)size : 1);
+    assert_non_null(p);
+    assert_int_equal(fread(p, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    *n = (size_t)size;
+    return p;
+}
+
+static void test_matches_gguf(void **state) {
+    (void)state;
+    static const struct {
+        clf_dtype t;
+        const char *stem;
+    } types[] = {{CLF_Q8_0, "q8_0"}, {CLF_Q4_0, "q4_0"}, {CLF_Q4_K, "q4_k"}, {CLF_Q6_K, "q6_k"}};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        char name[64];
+        size_t nb, nd;
+        snprintf(name, sizeof(name), "%s.bin", types[i].stem);
+        unsigned char *blocks = fixture(name, &nb);
+        snprintf(name, sizeof(name), "%s_deq.f32", types[i].stem);
+        float *deq = fixture(name, &nd);
+        const int64_t n = (int64_t)(nd / 4);
+        assert_int_equal(clf_dtype_row_bytes(types[i].t, n), nb);
+        float *got = malloc(nd);
+        clf_error e;
+        assert_int_equal(clf_dequantize(types[i].t, blocks, nb, got, n, &e), CLF_SUCCESS);
+        for (int64_t j = 0; j < n; j++) /* bit for bit (the same fp32 operations) */
+            if (memcmp(&got[j], &deq[j], 4) != 0)
+                fail_msg("%s dequantized [%lld]: %.9g, gguf %.9g", types[i].stem, (long long)j,
+                         (double)got[j], (double)deq[j]);
+        if (types[i].t == CLF_Q8_0 || types[i].t == CLF_Q4_0) {
+            size_t ns;
+            snprintf(name, sizeof(name), "%s_src.f32", types[i].stem);
+            float *src = fixture(name, &ns);
+            assert_int_equal(ns / 4, (size_t)n);
+            unsigned char *q = malloc(nb);
+            assert_int_equal(clf_quantize(types[i].t, src, n, q, nb, &e), CLF_SUCCESS);
+            for (size_t j = 0; j < nb; j++)
+                if (q[j] != blocks[j])
+                    fail_msg("%s quantized: byte %zu (block %zu) is %u, gguf %u", types[i].stem, j,
+                             j / clf_dtype_block_bytes(types[i].t), q[j], blocks[j]);
+            free(q);
+            free(src);
+        }
+        free(got);
+        free(deq);
+        free(blocks);
+    }
+}
+
+static void test_convert_errors(void **state) {
+    (void)state;
+    float x[64] = {0};
+    unsigned char b[68];
+    clf_error e;
+    assert_int_equal(clf_quantize(CLF_Q8_0, NULL, 32, b, 34, &e), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_quantize(CLF_Q8_0, x, 32, NULL, 34, &e), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_quantize((clf_dtype)42, x, 32, b, 34, &e), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_quantize(CLF_Q8_0, x, 32, b, 33, &e), CLF_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(e.message, "34 bytes"));
+    assert_int_equal(clf_quantize(CLF_Q8_0, x, 31, b, 34, &e), CLF_ERROR_SHAPE_MISMATCH);
+    x[40] = NAN;
+    memset(b, 0x5a, sizeof(b));
+    assert_int_equal(clf_quantize(CLF_Q4_0, x, 64, b, 36, &e), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(e.message, "element 40"));
+    for (size_t i = 0; i < sizeof(b); i++) /* nothing written */
+        assert_int_equal(b[i], 0x5a);
+    x[40] = 0.0f;
+    unsigned char big[144];
+    float y[256] = {0};
+    assert_int_equal(clf_quantize(CLF_Q4_K, y, 256, big, 144, &e), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "Q4_K"));
+    assert_int_equal(clf_dequantize(CLF_I32, b, 4, y, 1, &e), CLF_ERROR_UNSUPPORTED);
+    assert_int_equal(clf_dequantize(CLF_Q6_K, big, 144, y, 256, &e), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_quantize(CLF_BF16, x, 2, b, 4, NULL), CLF_SUCCESS); /* err optional */
+}
+
+/* ---------------------------------------------------------------- device: tensors */
+
+static void test_block_tensors(void **state) {
+    (void)state;
+    clf_tensor *t = NULL;
+    const int64_t bad[2] = {3, 48}, good[2] = {3, 64};
+    assert_int_equal(clf_tensor_create(g_ctx, CLF_Q8_0, 2, bad, &t), CLF_ERROR_SHAPE_MISMATCH);
+    assert_null(t);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "multiple of its block of 32"));
+    CLF_OK(clf_tensor_create(g_ctx, CLF_Q4_0, 2, good, &t));
+    assert_int_equal(clf_tensor_bytes(t), 3 * 2 * 18);
+    assert_int_equal(clf_tensor_numel(t), 3 * 64);
+    assert_int_equal(clf_tensor_fill(t, 1.0), CLF_ERROR_UNSUPPORTED);
+    rng_seed(7);
+    float *x = rng_floats(3 * 64), *back = malloc(sizeof(float) * 3 * 64),
+          *want = malloc(sizeof(float) * 3 * 64);
+    unsigned char q[3 * 2 * 18];
+    CLF_OK(clf_tensor_write_f32(t, x, 3 * 64));
+    CLF_OK(clf_tensor_read_f32(t, back, 3 * 64));
+    assert_int_equal(clf_quantize(CLF_Q4_0, x, 3 * 64, q, sizeof(q), NULL), CLF_SUCCESS);
+    assert_int_equal(clf_dequantize(CLF_Q4_0, q, sizeof(q), want, 3 * 64, NULL), CLF_SUCCESS);
+    assert_memory_equal(back, want, sizeof(float) * 3 * 64);
+    const int64_t reshaped[2] = {6, 32}, wrong[2] = {12, 16};
+    CLF_OK(clf_tensor_reshape(t, 2, reshaped));
+    assert_int_equal(clf_tensor_reshape(t, 2, wrong), CLF_ERROR_SHAPE_MISMATCH);
+    clf_tensor_free(t);
+    /* BF16: a plain type, filled and read like F16 */
+    CLF_OK(clf_tensor_create(g_ctx, CLF_BF16, 2, good, &t));
+    CLF_OK(clf_tensor_fill(t, -1.5));
+    CLF_OK(clf_tensor_read_f32(t, back, 3 * 64));
+    for (int i = 0; i < 3 * 64; i++)
+        assert_true(back[i] == -1.5f);
+    clf_tensor_free(t);
+    free(x);
+    free(back);
+    free(want);
+}
+
+/* ---------------------------------------------------------------- device: linear layers */
+
+/* Random weights of type t as stored bytes: floats quantized (plain types, Q8_0, Q4_0), or, for
+ * the K-quants, random quants and scales with scales of a sane size. */
+static unsigned char *random_weights(clf_dtype t, int64_t out, int64_t in, size_t *bytes) {
+    const size_t rb = clf_dtype_row_bytes(t, in);
+    *bytes = rb * (size_t)out;
+    unsigned char *w = malloc(*bytes);
+    assert_non_null(w);
+    if (t != CLF_Q4_K && t != CLF_Q6_K) {
+        float *f = rng_floats(out * in);
+        assert_int_equal(clf_quantize(t, f, out * in, w, *bytes, NULL), CLF_SUCCESS);
+        free(f);
+        return w;
+    }
+    for (size_t i = 0; i < *bytes; i++)
+        w[i] = (unsigned char)rng_int(0, 255);
+    const size_t bb = clf_dtype_block_bytes(t);
+    for (size_t b = 0; b < *bytes / bb; b++) { /* d (and dmin) in [-1/64, 1/64] */
+        unsigned char *blk = w + b * bb;
+        const int nscale = t == CLF_Q4_K ? 2 : 1;
+        for (int s = 0; s < nscale; s++) {
+            const uint16_t h = clf_f32_to_f16((float)rng_uniform(-1.0 / 64, 1.0 / 64));
+            unsigned char *p = t == CLF_Q4_K ? blk + 2 * s : blk + 208;
+            p[0] = (unsigned char)(h & 0xff);
+            p[1] = (unsigned char)(h >> 8);
+        }
+    }
+    return w;
+}
+
+static clf_dtype g_type;
+static int g_prepared; /* 1: through clf_linear_prepare / clf_linear_apply */
+
+/* clf_linear on x (rows, in) with weights of g_type against the double reference on the
+ * dequantized weights: identity and GELU, with and without bias. */
+static void typed_case(int64_t rows, int64_t in, int64_t out) {
+    int64_t xs[2] = {rows, in}, ws[2] = {out, in}, ys[2] = {rows, out};
+    size_t wbytes;
+    unsigned char *wq = random_weights(g_type, out, in, &wbytes);
+    float *x = rng_floats(rows * in), *b = rng_floats(out), *w = malloc(sizeof(float) * out * in);
+    assert_int_equal(clf_dequantize(g_type, wq, wbytes, w, out * in, NULL), CLF_SUCCESS);
+    double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
+           *mag = malloc(sizeof(double) * (size_t)(rows * out));
+    ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
+    clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *tb = tensor_from(CLF_F32, 1, &out, b);
+    clf_tensor *tw = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, g_type, 2, ws, &tw));
+    CLF_OK(clf_tensor_write(tw, wq, wbytes));
+    clf_linear_weights *lw = NULL;
+    if (g_prepared) {
+        CLF_OK(clf_linear_prepare(g_ctx, tw, &lw));
+        clf_tensor_free(tw);
+        tw = NULL;
+    }
+    static const int acts[2] = {CLF_ACT_IDENTITY, CLF_ACT_GELU_ERF};
+    for (int a = 0; a < 2; a++)
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            clf_tensor *ty = tensor_poisoned(CLF_F32, 2, ys);
+            const clf_tensor *bias = with_bias ? tb : NULL;
+            if (lw)
+                CLF_OK(clf_linear_apply(g_ctx, tx, lw, bias, (clf_activation)acts[a], ty));
+            else
+                CLF_OK(clf_linear(g_ctx, tx, tw, bias, (clf_activation)acts[a], ty));
+            float *got = tensor_to_host(ty);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t j = 0; j < out; j++) {
+                    const double v = lin[r * out + j] + (with_bias ? b[j] : 0.0);
+                    const double want = ref_act(v, acts[a]);
+                    const double m = mag[r * out + j];
+                    const double tol =
+                        1.13 * ((double)(in + 4 + 3) * 0x1p-24 * (m + fabs(b[j])) + 1e-30) + 1e-7 +
+                        4.76837158203125e-7 * (fabs(want) + fabs(v));
+                    const double g = (double)got[r * out + j];
+                    if (!(fabs(g - want) <= tol))
+                        fail_msg("linear %s (%lld x %lld -> %lld) act %d bias %d [%lld, %lld]: got "
+                                 "%.9g want %.9g (tol %.3g)",
+                                 clf_dtype_name(g_type), (long long)rows, (long long)in,
+                                 (long long)out, acts[a], with_bias, (long long)r, (long long)j, g,
+                                 want, tol);
+                }
+            free(got);
+            clf_tensor_free(ty);
+        }
+    free(wq);
+    free(x);
+    free(b);
+    free(w);
+    free(lin);
+    free(mag);
+    clf_tensor_free(tx);
+    clf_tensor_free(tb);
+    clf_tensor_free(tw);
+    clf_linear_weights_free(lw);
+}
+
+static const clf_dtype k_weight_types[] = {CLF_F16,  CLF_BF16, CLF_Q8_0,
+                                           CLF_Q4_0, CLF_Q4_K, CLF_Q6_K};
+#define N_WEIGHT_TYPES (sizeof(k_weight_types) / sizeof(k_weight_types[0]))
+
+/* Shapes per type: one row, odd rows, rows past a block of linear_rows; rows of 1, 3 and 9
+ * blocks (k not a multiple of 256 where the block is 32), outputs 1 and odd. */
+static void typed_shapes(int small) {
+    const int64_t b = clf_dtype_block(g_type) > 1 ? clf_dtype_block(g_type) : 32;
+    const int64_t ins[3] = {b, (b == 32 ? 9 : 3) * b,
+                            b == 32 ? 3 * b + (g_type == CLF_F16 || g_type == CLF_BF16 ? 5 : 0)
+                                    : 2 * b};
+    const int64_t rows_big[4] = {1, 3, 9, 40}, rows_small[2] = {1, 5};
+    const int64_t outs[2] = {1, 19};
+    const int64_t *rows = small ? rows_small : rows_big;
+    const int nr = small ? 2 : 4, ni = small ? 2 : 3;
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < ni; i++)
+            for (int o = 0; o < 2; o++)
+                typed_case(rows[r], ins[i], outs[o]);
+}
+
+/* Every type through linear_rows in three tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
+ * the device's, a GPU's, an odd one with scalar loads), then linear_tiled, then prepared
+ * weights with the device's defaults. */
+static void typed_styles(int small) {
+    static const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
+    static const char *names[] = {"linear.SK_ROWS", "linear.SK_OPI", "linear.SK_LW", "linear.VW",
+                                  "linear.SK_GM"};
+    int64_t defaults[5], skinny, tiled;
+    for (int i = 0; i < 5; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.SKINNY_MAX", &skinny));
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.TILED", &tiled));
+    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+        g_type = k_weight_types[t];
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 1 << 20));
+        for (int st = 0; st < 3; st++) {
+            for (int i = 0; i < 5; i++)
+                CLF_OK(clf_context_set_tunable(g_ctx, names[i], st ? styles[st][i] : defaults[i]));
+            typed_shapes(small);
+        }
+        for (int i = 0; i < 5; i++)
+            CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
+        /* linear_tiled: every row count takes it */
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 0));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", 1));
+        typed_shapes(1);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", skinny));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", tiled));
+        g_prepared = 1;
+        typed_shapes(1);
+        g_prepared = 0;
+    }
+}
+
+static void test_linear_types(void **state) {
+    (void)state;
+    rng_seed(91);
+    typed_styles(0);
+}
+
+static void linear_types_small(void **state) {
+    (void)state;
+    typed_styles(1);
+}
+
+/* The same at simulator-sized shapes (the Oclgrind label), and under work-group caps. */
+static void test_linear_types_small(void **state) {
+    rng_seed(92);
+    linear_types_small(state);
+}
+
+static void test_linear_types_caps(void **state) {
+    rng_seed(93);
+    harness_under_wg_caps(linear_types_small, state);
+}
+
+/* Bad weights: an I32 tensor, a block tensor of the wrong width. */
+static void test_linear_refuses(void **state) {
+    (void)state;
+    const int64_t xs[2] = {2, 64}, ws[2] = {3, 32}, ys[2] = {2, 3};
+    clf_tensor *x = tensor_poisoned(CLF_F32, 2, xs), *y = tensor_poisoned(CLF_F32, 2, ys), *w;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_Q8_0, 2, ws, &w));
+    assert_int_equal(clf_linear(g_ctx, x, w, NULL, CLF_ACT_IDENTITY, y), CLF_ERROR_SHAPE_MISMATCH);
+    clf_tensor_free(w);
+    CLF_OK(clf_tensor_create(g_ctx, CLF_I32, 2, ws, &w));
+    assert_int_equal(clf_linear(g_ctx, x, w, NULL, CLF_ACT_IDENTITY, y), CLF_ERROR_UNSUPPORTED);
+    clf_tensor_free(w);
+    clf_tensor_free(x);
+    clf_tensor_free(y);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_matches_gguf),
+        cmocka_unit_test(test_convert_errors),
+        cmocka_unit_test(test_block_tensors),
+        cmocka_unit_test(test_linear_refuses),
+        cmocka_unit_test(test_linear_types),
+        cmocka_unit_test(test_linear_types_small),
+        cmocka_unit_test(test_linear_types_caps),
+    };
+    return HARNESS_RUN("dtypes", tests);
+}
