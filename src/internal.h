@@ -438,6 +438,14 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count,
                                   clf_error *err);
+/* Parses and validates a whole GGUF file held in memory into g (clf_gguf_open's checks; for
+ * fuzzing); on failure g holds nothing and err says why. clf__gguf_release frees what a success
+ * allocated (not the buffer). */
+clf_status clf__gguf_parse(const unsigned char *data, size_t size, clf_gguf *g, char *err,
+                           size_t es);
+void clf__gguf_release(clf_gguf *g);
+/* The size of struct clf_gguf (the fuzz target allocates one). */
+size_t clf__gguf_struct_size(void);
 /* Tuning files: <tuning dir>/<kind>/<hash of the device>.json, NULL without a tuning folder
  * (malloc'ed). */
 char *clf__tuning_path(const clf_context *ctx, const char *kind);

@@ -109,6 +109,8 @@ const char *clf_strerror(clf_status status) {
         return "index out of range";
     case CLF_ERROR_INTERNAL:
         return "internal error in clformer";
+    case CLF_ERROR_NOT_FOUND:
+        return "not found";
     default:
         break;
     }

@@ -47,7 +47,8 @@ typedef enum clf_status {
     CLF_ERROR_SIZE_LIMIT = -1008,       /* size over a device limit or size_t overflow */
     CLF_ERROR_CLBLAST = -1009,          /* CLBlast reported an error */
     CLF_ERROR_OUT_OF_RANGE = -1010,     /* an index (token id, position) out of range */
-    CLF_ERROR_INTERNAL = -1011          /* a bug in clformer: please report it */
+    CLF_ERROR_INTERNAL = -1011,         /* a bug in clformer: please report it */
+    CLF_ERROR_NOT_FOUND = -1012         /* a key or name that is not there (the lowest code) */
 } clf_status;
 
 /* Errors: a call with a context leaves what went wrong in the context (clf_context_last_error).

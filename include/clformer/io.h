@@ -76,6 +76,86 @@ typedef struct clf_st_entry {
 CLF_API clf_status clf_safetensors_write(const char *path, const clf_st_entry *entries, size_t n,
                                          clf_error *err);
 
+/* ---------------------------------------------------------------- GGUF
+ * llama.cpp's model format, versions 2 and 3 (little-endian): metadata (typed key/value pairs,
+ * arrays nested to any depth), tensor infos, then the tensor data at general.alignment (default
+ * 32). The file is memory-mapped, never read whole; opening it checks everything against the
+ * file before use: every count, length, offset and size, the value and tensor types, duplicate
+ * keys and tensor names, the alignment, tensors inside the data and not overlapping. A file that
+ * fails is refused with CLF_ERROR_BAD_FORMAT naming the key or tensor. Tensors of a ggml type
+ * clformer has no kernels for (Q5_K, IQ4_XS ...) are listed (dtype -1) and refused on load,
+ * naming the type and the tensor. */
+typedef struct clf_gguf clf_gguf;
+
+/* Metadata value types, numbered as in the format. */
+typedef enum {
+    CLF_GGUF_U8 = 0,
+    CLF_GGUF_I8 = 1,
+    CLF_GGUF_U16 = 2,
+    CLF_GGUF_I16 = 3,
+    CLF_GGUF_U32 = 4,
+    CLF_GGUF_I32 = 5,
+    CLF_GGUF_F32 = 6,
+    CLF_GGUF_BOOL = 7,
+    CLF_GGUF_STRING = 8,
+    CLF_GGUF_ARRAY = 9,
+    CLF_GGUF_U64 = 10,
+    CLF_GGUF_I64 = 11,
+    CLF_GGUF_F64 = 12
+} clf_gguf_type;
+
+typedef struct clf_gguf_tensor {
+    const char *name; /* NUL-terminated, owned by the clf_gguf */
+    int ndim;         /* 1 .. 4 */
+    int64_t ne[4];    /* ggml's order: ne[0] is the contiguous dimension (a row of a matrix);
+                       * PyTorch's shape is ne reversed */
+    int ggml_type;    /* the file's type number (ggml_type) */
+    int dtype;        /* its clf_dtype, or -1 when clformer has no such type */
+    uint64_t offset;  /* absolute, in the file */
+    uint64_t bytes;
+    const void *data; /* in the mapping: valid until clf_gguf_free */
+} clf_gguf_tensor;
+
+CLF_API clf_status clf_gguf_open(const char *path, clf_gguf **out, clf_error *err);
+CLF_API void clf_gguf_free(clf_gguf *g);
+CLF_API uint32_t clf_gguf_version(const clf_gguf *g);
+/* Metadata: the count, key i (NUL-terminated, owned by g) and its type; a key's index or -1. */
+CLF_API size_t clf_gguf_kv_count(const clf_gguf *g);
+CLF_API const char *clf_gguf_key(const clf_gguf *g, size_t i);
+CLF_API clf_gguf_type clf_gguf_kv_type(const clf_gguf *g, size_t i);
+CLF_API int64_t clf_gguf_find_key(const clf_gguf *g, const char *key);
+/* Typed reads of a value (CLF_ERROR_NOT_FOUND when the key is absent, CLF_ERROR_BAD_FORMAT naming
+ * it when its type does not fit; err may be NULL): an integer of any integer type or a bool
+ * (a U64 past INT64_MAX does not fit); a number of any numeric type; a string, as a pointer into
+ * the mapping and its length (not NUL-terminated). */
+CLF_API clf_status clf_gguf_get_int(const clf_gguf *g, const char *key, int64_t *out,
+                                    clf_error *err);
+CLF_API clf_status clf_gguf_get_float(const clf_gguf *g, const char *key, double *out,
+                                      clf_error *err);
+CLF_API clf_status clf_gguf_get_string(const clf_gguf *g, const char *key, const char **s,
+                                       size_t *len, clf_error *err);
+/* An array's element type and count; element i of a string array (pointer and length), of a
+ * numeric one (as a double; integers up to 2^53 exactly) or of an integer one (as int64). */
+CLF_API clf_status clf_gguf_get_array(const clf_gguf *g, const char *key, clf_gguf_type *elem,
+                                      uint64_t *count, clf_error *err);
+CLF_API clf_status clf_gguf_array_string(const clf_gguf *g, const char *key, uint64_t i,
+                                         const char **s, size_t *len, clf_error *err);
+CLF_API clf_status clf_gguf_array_float(const clf_gguf *g, const char *key, uint64_t i,
+                                        double *out, clf_error *err);
+CLF_API clf_status clf_gguf_array_int(const clf_gguf *g, const char *key, uint64_t i, int64_t *out,
+                                      clf_error *err);
+/* Tensors, in file order; by name, or NULL. */
+CLF_API size_t clf_gguf_tensor_count(const clf_gguf *g);
+CLF_API const clf_gguf_tensor *clf_gguf_tensor_at(const clf_gguf *g, size_t i);
+CLF_API const clf_gguf_tensor *clf_gguf_tensor_find(const clf_gguf *g, const char *name);
+/* The name of a ggml type number ("Q5_K"), or NULL for a number ggml does not define. */
+CLF_API const char *clf_gguf_type_name(int ggml_type);
+/* A tensor as a device tensor of its own type and PyTorch's shape (ne reversed), copied from the
+ * mapping (nothing converted, nothing read into host memory first). A type clformer has no kernels
+ * for is CLF_ERROR_UNSUPPORTED naming the type and the tensor. */
+CLF_API clf_status clf_gguf_load(clf_context *ctx, const clf_gguf *g, const char *name,
+                                 clf_tensor **out);
+
 /* ---------------------------------------------------------------- WordPiece tokenizer
  * BERT's tokenizer for uncased vocabularies, as Hugging Face's BertNormalizer, BertPreTokenizer
  * and WordPiece do it: control characters removed and whitespace unified; spaces put around CJK
