@@ -404,8 +404,7 @@ void clf__gemm_unlock(void);
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
 /* Rows per linear_packed work-item for `rows` rows: linear.PK_R, or for fewer (a decode step)
  * the largest power of two up to them below 8 (linear_packed_1, _2, _4), so that one token does
- * not also multiply PK_R - 1 rows of zeros (that made the step compute-bound: llm_decode 32.0 ->
- * 83.9 tokens/s on Zen 4). */
+ * not also multiply PK_R - 1 rows of zeros (a decode step would turn compute-bound). */
 int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows);
 
 /* One launch of the packed kernels (linear.cl's packed_args): for each of `batch` matrices t,

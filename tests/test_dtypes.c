@@ -277,26 +277,26 @@ static const clf_dtype k_weight_types[] = {CLF_F16,  CLF_BF16, CLF_Q8_0,
 #define N_WEIGHT_TYPES (sizeof(k_weight_types) / sizeof(k_weight_types[0]))
 
 /* Shapes per type: one row, odd rows, rows past a block of linear_rows; rows of 1, 3 and 9
- * blocks (k not a multiple of 256 where the block is 32), outputs 1 and odd. */
-static void typed_shapes(int small) {
+ * blocks (k not a multiple of 256 where the block is 32), outputs 1 and odd. Level 0 all of
+ * them, 1 fewer, 2 (the simulator's) one row count past one and one width. */
+static void typed_shapes(int level) {
     const int64_t b = clf_dtype_block(g_type) > 1 ? clf_dtype_block(g_type) : 32;
-    const int64_t ins[3] = {b, (b == 32 ? 9 : 3) * b,
-                            b == 32 ? 3 * b + (g_type == CLF_F16 || g_type == CLF_BF16 ? 5 : 0)
-                                    : 2 * b};
+    const int plain = g_type == CLF_F16 || g_type == CLF_BF16;
+    const int64_t ins[3] = {b, (b == 32 ? 9 : 3) * b, b == 32 ? 3 * b + (plain ? 5 : 0) : 2 * b};
     const int64_t rows_big[4] = {1, 3, 9, 40}, rows_small[2] = {1, 5};
-    const int64_t outs[2] = {1, 19};
-    const int64_t *rows = small ? rows_small : rows_big;
-    const int nr = small ? 2 : 4, ni = small ? 2 : 3;
+    const int64_t outs[2] = {19, 1};
+    const int64_t *rows = level ? rows_small : rows_big;
+    const int nr = level ? 2 : 4, ni = level == 0 ? 3 : level == 1 ? 2 : 1, no = level == 2 ? 1 : 2;
     for (int r = 0; r < nr; r++)
         for (int i = 0; i < ni; i++)
-            for (int o = 0; o < 2; o++)
-                typed_case(rows[r], ins[i], outs[o]);
+            for (int o = 0; o < no; o++)
+                typed_case(rows[r], ins[level == 2 && plain ? 2 : i], outs[o]);
 }
 
 /* Every type through linear_rows in three tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
  * the device's, a GPU's, an odd one with scalar loads), then linear_tiled, then prepared
  * weights with the device's defaults. */
-static void typed_styles(int small) {
+static void typed_styles(int level) {
     static const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
     static const char *names[] = {"linear.SK_ROWS", "linear.SK_OPI", "linear.SK_LW", "linear.VW",
                                   "linear.SK_GM"};
@@ -311,18 +311,18 @@ static void typed_styles(int small) {
         for (int st = 0; st < 3; st++) {
             for (int i = 0; i < 5; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], st ? styles[st][i] : defaults[i]));
-            typed_shapes(small);
+            typed_shapes(level);
         }
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
         /* linear_tiled: every row count takes it */
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 0));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", 1));
-        typed_shapes(1);
+        typed_shapes(level ? 2 : 1);
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", skinny));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", tiled));
         g_prepared = 1;
-        typed_shapes(1);
+        typed_shapes(level ? 2 : 1);
         g_prepared = 0;
     }
 }
@@ -337,8 +337,12 @@ static void linear_types_small(void **state) {
     (void)state;
     typed_styles(1);
 }
+static void linear_types_tiny(void **state) {
+    (void)state;
+    typed_styles(2);
+}
 
-/* The same at simulator-sized shapes (the Oclgrind label), and under work-group caps. */
+/* Fewer shapes, and under work-group caps. */
 static void test_linear_types_small(void **state) {
     rng_seed(92);
     linear_types_small(state);
@@ -347,6 +351,17 @@ static void test_linear_types_small(void **state) {
 static void test_linear_types_caps(void **state) {
     rng_seed(93);
     harness_under_wg_caps(linear_types_small, state);
+}
+
+/* Every type and style at one shape each, plain and under the caps: the Oclgrind label's. */
+static void test_linear_types_tiny(void **state) {
+    rng_seed(94);
+    linear_types_tiny(state);
+}
+
+static void test_linear_types_tiny_caps(void **state) {
+    rng_seed(95);
+    harness_under_wg_caps(linear_types_tiny, state);
 }
 
 /* Bad weights: an I32 tensor, a block tensor of the wrong width. */
@@ -374,6 +389,8 @@ int main(void) {
         cmocka_unit_test(test_linear_types),
         cmocka_unit_test(test_linear_types_small),
         cmocka_unit_test(test_linear_types_caps),
+        cmocka_unit_test(test_linear_types_tiny),
+        cmocka_unit_test(test_linear_types_tiny_caps),
     };
     return HARNESS_RUN("dtypes", tests);
 }

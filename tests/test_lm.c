@@ -555,6 +555,40 @@ static void test_bad_input(void **state) {
     clf_lm_free(m);
 }
 
+/* A GPT-2 folder whose eos_token_id (50256) lies outside its vocabulary of 700 loads, as in
+ * transformers: the eos is dropped with a warning (it can never be generated). */
+static void test_eos_outside_vocab(void **state) {
+    (void)state;
+    char dir[] = "/tmp/clf-lm-eos-XXXXXX", path[1200], src[1024], text[8192];
+    assert_non_null(mkdtemp(dir));
+    model_dir("gpt2", src, sizeof(src));
+    snprintf(path, sizeof(path), "%s/config.json", src);
+    char *config = harness_slurp(path);
+    assert_non_null(config);
+    char *at = strstr(config, "\"eos_token_id\": 263");
+    assert_non_null(at);
+    snprintf(text, sizeof(text), "%.*s\"eos_token_id\": 50256%s", (int)(at - config), config,
+             at + strlen("\"eos_token_id\": 263"));
+    free(config);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    harness_write_file(path, text);
+    char weights[1200], link[1200];
+    snprintf(weights, sizeof(weights), "%s/model.safetensors", src);
+    snprintf(link, sizeof(link), "%s/model.safetensors", dir);
+    assert_int_equal(symlink(weights, link), 0);
+    clf_lm *m = NULL;
+    CLF_OK(clf_lm_load(g_ctx, dir, &m));
+    clf_lm_info info;
+    CLF_OK(clf_lm_get_info(m, &info));
+    assert_int_equal(info.n_eos, 0);
+    assert_non_null(clf_context_last_warning(g_ctx));
+    assert_non_null(strstr(clf_context_last_warning(g_ctx), "50256"));
+    clf_lm_free(m);
+    remove(link);
+    remove(path);
+    rmdir(dir);
+}
+
 /* A linear weight replaced by its dtype round trip (clf_quantize then clf_dequantize), kept F32. */
 static void round_trip(clf_lin *l, clf_dtype t) {
     assert_int_equal(clf_tensor_ndim(l->w), 2); /* linear.PACK off: not packed */
@@ -660,6 +694,7 @@ int main(void) {
         cmocka_unit_test(test_f16_storage),
         cmocka_unit_test(test_f16_one),
         cmocka_unit_test(test_quantized_weights),
+        cmocka_unit_test(test_eos_outside_vocab),
     };
     return HARNESS_RUN("lm", tests);
 }

@@ -53,9 +53,10 @@ typedef enum {
  * clf_sentence_model_load_with). F16 is storage only (vload_half, core OpenCL: every device):
  * the math stays fp32. */
 typedef struct clf_load_params {
-    /* The linear layers' weights: CLF_F32 (default) or CLF_F16 (F16 and BF16 checkpoints are
-     * rounded to F16 at load, a weight past its range fails the load; embeddings and norms stay
-     * F32). */
+    /* The linear layers' weights: CLF_F32 (default), CLF_F16 or CLF_BF16 (rounded to nearest
+     * even at load; a weight past F16's range fails the load), CLF_Q8_0 or CLF_Q4_0 (quantized at
+     * load as clf_quantize does: ggml's blocks of 32, so every weight's rows must be whole blocks;
+     * one that is not fails the load, naming it). Embeddings and norms stay F32. */
     clf_dtype weight_dtype;
     /* The KV caches of clf_lm states: CLF_F32 (default) or CLF_F16 (half the bytes a decode step
      * reads). */
@@ -76,9 +77,9 @@ typedef struct clf_transformer_params {
     clf_activation ffn_act; /* RELU in d2l, GELU_ERF in BERT */
     float norm_eps;         /* LayerNorm eps: 1e-5 in d2l, 1e-12 in BERT */
     int64_t max_len;        /* longest sequence (positions); 0: 1000 (d2l's table) */
-    /* The linear layers' weights on the device: CLF_F32 (0, the default) or CLF_F16 (half the
-     * bytes, rounded to nearest even; a weight past F16's range fails the load). The math stays
-     * fp32; embeddings, norms and biases stay F32. */
+    /* The linear layers' weights on the device: CLF_F32 (0, the default), or F16, BF16, Q8_0,
+     * Q4_0 as clf_load_params.weight_dtype. The math stays fp32; embeddings, norms and biases
+     * stay F32. */
     clf_dtype weight_dtype;
 } clf_transformer_params;
 

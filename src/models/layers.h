@@ -1,7 +1,7 @@
 /*
  * layers.h — what the model files share (src/models/): the weights of the reusable layers
  * (linear, norm, multi-head attention, FFN), their loaders, the forward of each layer, and the
- * description of an architecture (arch.h's clf_arch_def) that the encoder and decoder stacks run.
+ * description of an architecture (models.h's clf_arch_def) that the encoder and decoder stacks run.
  *
  * Shapes: B sequences, N (or T) tokens each, d = num_hiddens, H heads of Dh = d / H, F the FFN
  * width, V the vocabulary. Every workspace below is a view (see clf__view) of a buffer sized for

@@ -63,11 +63,20 @@ static clf_status special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *inf
     } else if (fallback >= 0) {
         info->eos[info->n_eos++] = fallback;
     }
-    for (int i = 0; i < info->n_eos; i++)
-        if (info->eos[i] < 0 || info->eos[i] >= info->vocab_size)
-            return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
-                             "config.json: eos_token_id %d is outside the vocabulary of %lld",
-                             (int)info->eos[i], (long long)info->vocab_size);
+    /* An eos outside the vocabulary can never be generated (transformers runs such a model, as
+     * tiny test GPT-2s ship with 50256 over a smaller vocabulary): dropped, with a warning. */
+    int kept = 0;
+    for (int i = 0; i < info->n_eos; i++) {
+        if (info->eos[i] >= 0 && info->eos[i] < info->vocab_size) {
+            info->eos[kept++] = info->eos[i];
+            continue;
+        }
+        clf__warn(ctx,
+                  "config.json: eos_token_id %d is outside the vocabulary of %lld: never "
+                  "generated, so generation stops only at max_new_tokens for it",
+                  (int)info->eos[i], (long long)info->vocab_size);
+    }
+    info->n_eos = kept;
     return CLF_SUCCESS;
 }
 

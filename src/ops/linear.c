@@ -32,10 +32,21 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
-    const clf_defines defs = weight_defs(w->dtype);
+    /* Rows per launch: linear.SK_ROWS, or for fewer rows (a decode step) the largest power of two
+     * up to them, a variant of its own: one token would otherwise also multiply SK_ROWS - 1 rows
+     * of zeros, and a step of quantized weights (dequantized once per row block) turn
+     * compute-bound. */
+    int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
+    clf_defines defs = weight_defs(w->dtype);
+    if (rows < chunk) {
+        chunk = 1;
+        while (chunk * 2 <= rows)
+            chunk *= 2;
+        defs.name[defs.n] = "SK_ROWS";
+        defs.value[defs.n++] = chunk;
+    }
     if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, &defs, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
-    const int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
     const int64_t opi = clf__tun(ctx, CLF_T_LINEAR_SK_OPI);
     const size_t lw = local[0];
     cl_mem bm = bias ? bias->mem : w->mem;
