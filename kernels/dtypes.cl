@@ -160,6 +160,57 @@ static inline int2 clf_q4k_scale_min(const __global uchar *q, int s) {
 
 CLF_DT_GEN(DT_LOAD)
 
+/* ---------------------------------------------------------------- 32-weight chunks
+ * Block types also define dt_chunk32(row, c, &w0, &w1, &m): chunk c of a row (elements 32c ..
+ * 32c + 31: a Q8_0/Q4_0 block, a Q4_K sub-block, two Q6_K scale groups) as two float16 of
+ * integer-valued weights and the chunk's scale s, so that weight e = s w_e - m (m: Q4_K's min
+ * term, 0 for the others). A few-rows kernel converts a chunk once and applies s once per row
+ * (s (w0 . x0 + w1 . x1) - m sum(x)) instead of scaling every weight. */
+#if DT == CLF_DT_Q8_0
+static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
+                               float *m) {
+    const __global uchar *b = row + c * 34;
+    *w0 = clf_i8_16((const __global char *)(b + 2));
+    *w1 = clf_i8_16((const __global char *)(b + 18));
+    *m = 0.0f;
+    return vload_half(0, (const __global half *)b);
+}
+#elif DT == CLF_DT_Q4_0
+static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
+                               float *m) {
+    const __global uchar *b = row + c * 18;
+    const uchar16 q = vload16(0, b + 2);
+    *w0 = convert_float16(q & (uchar)15) - 8.0f;
+    *w1 = convert_float16(q >> (uchar)4) - 8.0f;
+    *m = 0.0f;
+    return vload_half(0, (const __global half *)b);
+}
+#elif DT == CLF_DT_Q4_K
+static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
+                               float *m) {
+    const __global uchar *b = row + (c >> 3) * 144;
+    const int s = c & 7;
+    const int2 sm = clf_q4k_scale_min(b + 4, s);
+    const int shift = (s & 1) * 4;
+    *w0 = clf_u4_16(b + 16 + 32 * (s >> 1), shift);
+    *w1 = clf_u4_16(b + 16 + 32 * (s >> 1) + 16, shift);
+    *m = vload_half(1, (const __global half *)b) * (float)sm.y;
+    return vload_half(0, (const __global half *)b) * (float)sm.x;
+}
+#elif DT == CLF_DT_Q6_K
+static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
+                               float *m) {
+    const __global uchar *b = row + (c >> 3) * 210;
+    const int e = c & 7, h = e >> 2, q = e & 3;
+    const __global uchar *ql = b + 64 * h + 32 * (q & 1), *qh = b + 128 + 32 * h;
+    const __global char *sc = (const __global char *)b + 192 + 8 * h + 2 * q;
+    *w0 = clf_q6_16(ql, (q >> 1) * 4, qh, 2 * q) * (float)sc[0];
+    *w1 = clf_q6_16(ql + 16, (q >> 1) * 4, qh + 16, 2 * q) * (float)sc[1];
+    *m = 0.0f;
+    return vload_half(104, (const __global half *)b);
+}
+#endif
+
 /* Width-VW forms, expanded where a kernel file that defines VW uses them. */
 #define dt_loadv(row, i) CLF_CAT(dt_load, VW)((row), (i))
 #if DT_BLOCK == 1

@@ -74,6 +74,38 @@ linear_rows(const __global float *x,                              /* (total_rows
         for (int r = 0; r < SK_ROWS; r++)
             acc[j][r] = (floatV)(0.0f);
     const int nv = in / VW;
+#if DT_BLOCK > 1 && VW == 16
+    /* Block types: a chunk of 32 weights converted once per output (dt_chunk32), its scale
+     * applied once per row, not per weight; Q4_K's min term through the chunk's sum of x. */
+    float accm[SK_OPI][SK_ROWS];
+#pragma unroll
+    for (int j = 0; j < SK_OPI; j++)
+#pragma unroll
+        for (int r = 0; r < SK_ROWS; r++)
+            accm[j][r] = 0.0f;
+    for (int c = l; c < in / 32; c += SK_LW) {
+        float16 x0[SK_ROWS], x1[SK_ROWS];
+        float sx[SK_ROWS];
+#pragma unroll
+        for (int r = 0; r < SK_ROWS; r++) {
+            x0[r] = r < rows ? vload16(0, x + r * (long)in + 32 * c) : (float16)(0.0f);
+            x1[r] = r < rows ? vload16(0, x + r * (long)in + 32 * c + 16) : (float16)(0.0f);
+            sx[r] = DT == CLF_DT_Q4_K ? clf_hsum16(x0[r] + x1[r]) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < SK_OPI; j++) {
+            if (o0 + j >= out) break;
+            float16 w0, w1;
+            float m;
+            const float sc = dt_chunk32(w + (long)(o0 + j) * w_rs, c, &w0, &w1, &m);
+#pragma unroll
+            for (int r = 0; r < SK_ROWS; r++) {
+                acc[j][r] = fma((float16)(sc), fma(w0, x0[r], w1 * x1[r]), acc[j][r]);
+                if (DT == CLF_DT_Q4_K) accm[j][r] = fma(m, sx[r], accm[j][r]);
+            }
+        }
+    }
+#else
     for (int c = l; c < nv; c += SK_LW) {
         floatV xv[SK_ROWS];
 #pragma unroll
@@ -88,12 +120,17 @@ linear_rows(const __global float *x,                              /* (total_rows
                 acc[j][r] = fma(xv[r], wv, acc[j][r]);
         }
     }
+#endif
     float s[SK_OPI][SK_ROWS];
 #pragma unroll
     for (int j = 0; j < SK_OPI; j++)
 #pragma unroll
         for (int r = 0; r < SK_ROWS; r++)
+#if DT_BLOCK > 1 && VW == 16
+            s[j][r] = HSUM(acc[j][r]) - accm[j][r];
+#else
             s[j][r] = HSUM(acc[j][r]);
+#endif
     for (int i = nv * VW + l; i < in; i += SK_LW) /* plain types only: blocks are whole vectors */
         for (int j = 0; j < SK_OPI && o0 + j < out; j++)
             for (int r = 0; r < rows; r++)

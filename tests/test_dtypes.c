@@ -293,11 +293,13 @@ static void typed_shapes(int level) {
                 typed_case(rows[r], ins[level == 2 && plain ? 2 : i], outs[o]);
 }
 
-/* Every type through linear_rows in three tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
- * the device's, a GPU's, an odd one with scalar loads), then linear_tiled, then prepared
- * weights with the device's defaults. */
+/* Every type through linear_rows in four tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
+ * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
+ * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
+ * prepared weights with the device's defaults. */
 static void typed_styles(int level) {
-    static const int64_t styles[3][5] = {{0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}};
+    static const int64_t styles[4][5] = {
+        {0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}, {2, 3, 4, 16, 2}};
     static const char *names[] = {"linear.SK_ROWS", "linear.SK_OPI", "linear.SK_LW", "linear.VW",
                                   "linear.SK_GM"};
     int64_t defaults[5], skinny, tiled;
@@ -308,7 +310,7 @@ static void typed_styles(int level) {
     for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
         g_type = k_weight_types[t];
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 1 << 20));
-        for (int st = 0; st < 3; st++) {
+        for (int st = 0; st < 4; st++) {
             for (int i = 0; i < 5; i++)
                 CLF_OK(clf_context_set_tunable(g_ctx, names[i], st ? styles[st][i] : defaults[i]));
             typed_shapes(level);
