@@ -257,7 +257,8 @@ clf_status clf_context_warmup(clf_context *ctx) {
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
         if (st != CLF_SUCCESS) return st;
     }
-    return CLF_SUCCESS;
+    /* linear_rows at fewer rows than linear.SK_ROWS (decoding) is a variant of its own */
+    return clf__linear_rows_warmup(ctx);
 }
 
 clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t value) {

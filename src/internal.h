@@ -402,6 +402,9 @@ void clf__gemm_unlock(void);
  * linear.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+/* Builds linear_rows' variants for 1, 2 and 4 rows (those below linear.SK_ROWS: a decode step's)
+ * with F32 weights, for clf_context_warmup. */
+clf_status clf__linear_rows_warmup(clf_context *ctx);
 /* Rows per linear_packed work-item for `rows` rows: linear.PK_R, or for fewer (a decode step)
  * the largest power of two up to them below 8 (linear_packed_1, _2, _4), so that one token does
  * not also multiply PK_R - 1 rows of zeros (a decode step would turn compute-bound). */

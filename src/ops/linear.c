@@ -25,6 +25,37 @@ static clf_status check_sizes(clf_context *ctx, int64_t rows, int64_t in, int64_
     return st;
 }
 
+/* The linear_rows variant for `rows` rows of weights of type wt and its rows per launch:
+ * linear.SK_ROWS, or for fewer rows (a decode step) the largest power of two up to them, a variant
+ * of its own: one token would otherwise also multiply SK_ROWS - 1 rows of zeros, and a step of
+ * quantized weights (converted once per row block) turn compute-bound. */
+static clf_defines rows_variant(const clf_context *ctx, clf_dtype wt, int64_t rows,
+                                int64_t *chunk) {
+    clf_defines defs = weight_defs(wt);
+    *chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
+    if (rows < *chunk) {
+        int64_t r = 1;
+        while (r * 2 <= rows)
+            r *= 2;
+        *chunk = r;
+        defs.name[defs.n] = "SK_ROWS";
+        defs.value[defs.n++] = r;
+    }
+    return defs;
+}
+
+clf_status clf__linear_rows_warmup(clf_context *ctx) {
+    for (int64_t rows = 1; rows < clf__tun(ctx, CLF_T_LINEAR_SK_ROWS) && rows <= 4; rows *= 2) {
+        int64_t chunk;
+        const clf_defines defs = rows_variant(ctx, CLF_F32, rows, &chunk);
+        size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
+        cl_kernel k;
+        clf_status st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, &defs, 2, local, &k);
+        if (st != CLF_SUCCESS) return st;
+    }
+    return CLF_SUCCESS;
+}
+
 /* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
 static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
                               const clf_tensor *w, const clf_tensor *bias, clf_activation act,
@@ -32,19 +63,8 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
-    /* Rows per launch: linear.SK_ROWS, or for fewer rows (a decode step) the largest power of two
-     * up to them, a variant of its own: one token would otherwise also multiply SK_ROWS - 1 rows
-     * of zeros, and a step of quantized weights (dequantized once per row block) turn
-     * compute-bound. */
-    int64_t chunk = clf__tun(ctx, CLF_T_LINEAR_SK_ROWS);
-    clf_defines defs = weight_defs(w->dtype);
-    if (rows < chunk) {
-        chunk = 1;
-        while (chunk * 2 <= rows)
-            chunk *= 2;
-        defs.name[defs.n] = "SK_ROWS";
-        defs.value[defs.n++] = chunk;
-    }
+    int64_t chunk;
+    const clf_defines defs = rows_variant(ctx, w->dtype, rows, &chunk);
     if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_ROWS, &defs, 2, local, &k);
     if (st != CLF_SUCCESS) return st;
     const int64_t opi = clf__tun(ctx, CLF_T_LINEAR_SK_OPI);
