@@ -99,11 +99,11 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
-attention_tiled(const __global float *q,  /* (B, *, q_rstride) */
+attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 const __global stype *k, /* (B, >= nk, k_rstride) */
                 const __global stype *v, /* (B, >= nk, v_rstride) */
-                __global float *out,      /* (B, nq, o_rstride) */
-                __global float *part,     /* (B * H * nq, splits, DH + 2) when splits > 1 */
+                __global float *out,     /* (B, nq, o_rstride) */
+                __global float *part,    /* (B * H * nq, splits, DH + 2) when splits > 1 */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
                 const int k_col, const long v_bstride, const int v_rstride, const int v_col,
@@ -230,7 +230,7 @@ __kernel void attention_combine(const __global float *part, /* (B * H * nq, spli
  * per vector with no horizontal sums, and reads each tile as one contiguous block (DH VW floats)
  * rather than DH rows far apart (a TLB miss per row at long N). */
 __kernel void attention_transpose_k(const __global stype *k, /* (B, >= nk, k_rstride) */
-                                    __global float *kt,       /* (B * H, nkp / VW, DH, VW) */
+                                    __global float *kt,      /* (B * H, nkp / VW, DH, VW) */
                                     const int nk, const int nkp, const int heads,
                                     const long k_bstride, const int k_rstride, const int k_col) {
     /* One tile of VW keys per work-item: the tile's DH x VW floats are written in order, row d
@@ -253,9 +253,9 @@ __kernel void attention_transpose_k(const __global stype *k, /* (B, >= nk, k_rst
  * loop unrolled, so the QB x PVN accumulators can stay in registers through the tile's rows). */
 #define PV_ROW(jj, p0)                                                                             \
     do {                                                                                           \
-        const __global stype *vr = vb + (long)(j0 + (jj)) * v_rstride;                            \
+        const __global stype *vr = vb + (long)(j0 + (jj)) * v_rstride;                             \
         _Pragma("unroll") for (int d = (p0); d < (p0) + PVN; d++) {                                \
-            const floatV vv = SLOAD(d, vr);                                                       \
+            const floatV vv = SLOAD(d, vr);                                                        \
             UNROLL_Q                                                                               \
             for (int u = 0; u < QB; u++)                                                           \
                 acc[u][d] = fma((floatV)(pa[u][(jj)]), vv, acc[u][d]);                             \
@@ -269,7 +269,7 @@ __kernel void attention_transpose_k(const __global stype *k, /* (B, >= nk, k_rst
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
 attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                   const __global float *kt, /* (B * KVH, nkp / VW, DH, VW): attention_transpose_k */
-                  const __global stype *v, /* (B, >= nk, v_rstride) */
+                  const __global stype *v,  /* (B, >= nk, v_rstride) */
                   __global float *out,      /* (B, nq, o_rstride) */
                   const int nq, const int nk, const int nkp, const int heads, const long q_bstride,
                   const int q_rstride, const int q_col, const long v_bstride, const int v_rstride,

@@ -62,10 +62,10 @@
 #define ND ((DH + WG - 1) / WG)   /* output dimensions per work-item of attention_flash_split */
 
 __kernel __attribute__((reqd_work_group_size(TPQ, BQ, 1))) void
-attention_flash(const __global float *q,  /* (B, *, q_rstride) */
+attention_flash(const __global float *q, /* (B, *, q_rstride) */
                 const __global stype *k, /* (B, >= nk, k_rstride); halfs with DT F16 */
                 const __global stype *v, /* (B, >= nk, v_rstride) */
-                __global float *out,      /* (B, nq, o_rstride) */
+                __global float *out,     /* (B, nq, o_rstride) */
                 const int nq, const int nk, const int heads, const long q_bstride,
                 const int q_rstride, const int q_col, const long k_bstride, const int k_rstride,
                 const int k_col, const long v_bstride, const int v_rstride, const int v_col,

@@ -140,8 +140,8 @@ CLF_API clf_status clf_gguf_get_array(const clf_gguf *g, const char *key, clf_gg
                                       uint64_t *count, clf_error *err);
 CLF_API clf_status clf_gguf_array_string(const clf_gguf *g, const char *key, uint64_t i,
                                          const char **s, size_t *len, clf_error *err);
-CLF_API clf_status clf_gguf_array_float(const clf_gguf *g, const char *key, uint64_t i,
-                                        double *out, clf_error *err);
+CLF_API clf_status clf_gguf_array_float(const clf_gguf *g, const char *key, uint64_t i, double *out,
+                                        clf_error *err);
 CLF_API clf_status clf_gguf_array_int(const clf_gguf *g, const char *key, uint64_t i, int64_t *out,
                                       clf_error *err);
 /* Tensors, in file order; by name, or NULL. */
