@@ -392,3 +392,22 @@ linear_tiled(const __global float *x,                              /* (rows, in)
         }
     }
 }
+
+/* The embedding gather of a stored table of type DT (token_embd of a quantized model): y[r, :] =
+ * table[ids[r], :] * scale, rows of t_rs bytes. Work-item (c, r) converts elements 16 c .. 16 c +
+ * 15 of row r (16 divides every block), the tail of a row (d not a multiple of 16: plain types
+ * only) one by one. The host has checked every id. */
+__kernel void get_rows(const __global uchar *table, const long t_rs, const __global int *ids,
+                       __global float *y, const int d, const float scale) {
+    const int j = (int)get_global_id(0) * 16;
+    const long r = get_global_id(1);
+    if (j >= d) return;
+    const __global uchar *row = table + (long)ids[r] * t_rs;
+    __global float *yr = y + r * (long)d;
+    if (j + 16 <= d) {
+        vstore16(dt_load16(row, j) * scale, 0, yr + j);
+        return;
+    }
+    for (int i = j; i < d; i++)
+        yr[i] = dt_load1(row, i) * scale;
+}

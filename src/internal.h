@@ -48,6 +48,7 @@ typedef enum {
     CLF_K_LINEAR_PACKED_2,
     CLF_K_LINEAR_PACKED_4,
     CLF_K_LINEAR_TILED,
+    CLF_K_GET_ROWS, /* the embedding gather of a stored (quantized, F16) table */
     CLF_K_ATTENTION,
     CLF_K_ATTENTION_COMBINE,
     CLF_K_ATTENTION_T,

@@ -40,6 +40,7 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_LINEAR_PACKED_2] = {CLF_PROG_LINEAR, "linear_packed_2", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED_4] = {CLF_PROG_LINEAR, "linear_packed_4", {NULL}, {0}},
     [CLF_K_LINEAR_TILED] = {CLF_PROG_LINEAR, "linear_tiled", {"LT_WX", "LT_WY"}, {0, 0}},
+    [CLF_K_GET_ROWS] = {CLF_PROG_LINEAR, "get_rows", {NULL}, {0}},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled", {"BQ"}, {0}},
     [CLF_K_ATTENTION_COMBINE] = {CLF_PROG_ATTENTION, "attention_combine", {NULL}, {0}},
     [CLF_K_ATTENTION_T] = {CLF_PROG_ATTENTION, "attention_tiled_t", {"BQ"}, {0}},

@@ -26,6 +26,24 @@ for m in gpt2 llama llama_gqa; do
     [ "$got" = "$nids" ] || { echo "$m: --ids gave '$got', transformers '$nids'"; exit 1; }
     echo "$m: ids and text match"
 done
+# GGUF files of the same models (tests/data/lm/gguf, the same weights): the same greedy ids and
+# text, with the folder's tokenizer.json through --tokenizer; a quantized file runs on ids.
+for m in gpt2 llama_gqa; do
+    { IFS= read -r prompt; IFS= read -r pids; IFS= read -r nids; IFS= read -r text; } <"$data/cli_$m.txt"
+    got=$("$gen" --model "$data/gguf/${m}_f32.gguf" --tokenizer "$data/$m/tokenizer.json" \
+        --max-new-tokens 12 --ignore-eos --print-ids "$prompt")
+    [ "$got" = "$nids" ] || { echo "$m GGUF: generated ids '$got', transformers '$nids'"; exit 1; }
+    got=$("$gen" --model "$data/gguf/${m}_f32.gguf" --tokenizer "$data/$m/tokenizer.json" \
+        --max-new-tokens 12 --ignore-eos "$prompt")
+    [ "$got" = "$text" ] || { echo "$m GGUF: generated text '$got', transformers '$text'"; exit 1; }
+    echo "$m GGUF: ids and text match"
+done
+got=$("$gen" --model "$data/gguf/llama_q8_0.gguf" --max-new-tokens 5 --ignore-eos --print-ids --ids "1 2 3")
+[ "$(wc -w <<<"$got")" -eq 5 ] || { echo "llama_q8_0.gguf gave '$got'"; exit 1; }
+if err=$("$gen" --model "$data/gguf/llama_q8_0.gguf" "a prompt" 2>&1); then
+    echo "a text prompt ran without a tokenizer"; exit 1
+fi
+grep -q -- "--tokenizer" <<<"$err" || { echo "no --tokenizer hint in: $err"; exit 1; }
 # sampling runs and is reproducible; --stats reports both speeds
 a=$("$gen" --model "$data/llama_gqa" --temperature 0.9 --top-k 40 --top-p 0.9 --seed 3 --print-ids --ids "1 2 3")
 b=$("$gen" --model "$data/llama_gqa" --temperature 0.9 --top-k 40 --top-p 0.9 --seed 3 --print-ids --ids "1 2 3")

@@ -3,7 +3,8 @@
  * the type table; clf_quantize and clf_dequantize bit for bit against the gguf package
  * (tests/data/quant/, tools/make_quant_fixtures.py); block-type tensors; and clf_linear with
  * weights of every type (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) in every style of its kernels
- * (linear_rows, linear_tiled, prepared weights), under work-group caps.
+ * (linear_rows, linear_tiled, prepared weights), three of them under work-group caps; the
+ * embedding gather from a table of every type.
  *
  * Error bound of the linear layers, per element: the kernels compute in fp32 on the dequantized
  * weights, so against the double reference on those same weights (clf_dequantize: exact, the
@@ -297,7 +298,7 @@ static void typed_shapes(int level) {
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
  * prepared weights with the device's defaults. */
-static void typed_styles(int level) {
+static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
     static const int64_t styles[4][5] = {
         {0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}, {2, 3, 4, 16, 2}};
     static const char *names[] = {"linear.SK_ROWS", "linear.SK_OPI", "linear.SK_LW", "linear.VW",
@@ -307,8 +308,8 @@ static void typed_styles(int level) {
         CLF_OK(clf_context_get_tunable(g_ctx, names[i], &defaults[i]));
     CLF_OK(clf_context_get_tunable(g_ctx, "linear.SKINNY_MAX", &skinny));
     CLF_OK(clf_context_get_tunable(g_ctx, "linear.TILED", &tiled));
-    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
-        g_type = k_weight_types[t];
+    for (size_t t = 0; t < n_types; t++) {
+        g_type = types[t];
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.SKINNY_MAX", 1 << 20));
         for (int st = 0; st < 4; st++) {
             for (int i = 0; i < 5; i++)
@@ -329,6 +330,19 @@ static void typed_styles(int level) {
     }
 }
 
+static void typed_styles(int level) {
+    typed_styles_of(level, k_weight_types, N_WEIGHT_TYPES);
+}
+
+/* Under work-group caps: the caps change the kernels' work-group sizes (linear.SK_LW,
+ * linear_tiled's tile), whose code is the same for every type; each cap and style is one more
+ * program per type and row variant (about 80 for all six types, 300 s of PoCL compiles on 2 Zen 5
+ * cores), so the caps run on a plain type, the simplest block type and the one with a min term. */
+static const clf_dtype k_caps_types[] = {CLF_F16, CLF_Q8_0, CLF_Q4_K};
+static void typed_styles_capped(int level) {
+    typed_styles_of(level, k_caps_types, sizeof(k_caps_types) / sizeof(k_caps_types[0]));
+}
+
 static void test_linear_types(void **state) {
     (void)state;
     rng_seed(91);
@@ -343,6 +357,14 @@ static void linear_types_tiny(void **state) {
     (void)state;
     typed_styles(2);
 }
+static void linear_types_small_capped(void **state) {
+    (void)state;
+    typed_styles_capped(1);
+}
+static void linear_types_tiny_capped(void **state) {
+    (void)state;
+    typed_styles_capped(2);
+}
 
 /* Fewer shapes, and under work-group caps. */
 static void test_linear_types_small(void **state) {
@@ -352,10 +374,11 @@ static void test_linear_types_small(void **state) {
 
 static void test_linear_types_caps(void **state) {
     rng_seed(93);
-    harness_under_wg_caps(linear_types_small, state);
+    harness_under_wg_caps(linear_types_small_capped, state);
 }
 
-/* Every type and style at one shape each, plain and under the caps: the Oclgrind label's. */
+/* Every type and style at one shape each (under the caps, the caps' three types): the Oclgrind
+ * label's. */
 static void test_linear_types_tiny(void **state) {
     rng_seed(94);
     linear_types_tiny(state);
@@ -363,7 +386,54 @@ static void test_linear_types_tiny(void **state) {
 
 static void test_linear_types_tiny_caps(void **state) {
     rng_seed(95);
-    harness_under_wg_caps(linear_types_tiny, state);
+    harness_under_wg_caps(linear_types_tiny_capped, state);
+}
+
+/* clf_embedding from a table of every type: the dequantized rows times the scale, within 2^-23
+ * of each value (the kernels' scale products may fuse), then the positional encoding on top as
+ * the F32 table of the same values gets it. Awkward sizes: a row of 3 blocks (block types) or 37
+ * elements (plain: the tail of a row one by one), repeated ids, the last row. */
+static void test_embedding_types(void **state) {
+    (void)state;
+    rng_seed(96);
+    const clf_dtype types[] = {CLF_F16, CLF_BF16, CLF_Q8_0, CLF_Q4_0, CLF_Q4_K, CLF_Q6_K};
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        const int64_t V = 7, d = clf_dtype_block(types[t]) > 1 ? 3 * clf_dtype_block(types[t]) : 37;
+        const int32_t idv[2 * 5] = {6, 0, 3, 3, 1, 5, 6, 2, 0, 4};
+        const int64_t is[2] = {2, 5}, ys[3] = {2, 5, d}, ts[2] = {V, d};
+        size_t bytes;
+        unsigned char *wq = random_weights(types[t], V, d, &bytes);
+        float *table = malloc(sizeof(float) * (size_t)(V * d));
+        assert_int_equal(clf_dequantize(types[t], wq, bytes, table, V * d, NULL), CLF_SUCCESS);
+        clf_tensor *tt = NULL, *ids = tensor_from(CLF_I32, 2, is, idv);
+        clf_tensor *tf = tensor_from(CLF_F32, 2, ts, table);
+        CLF_OK(clf_tensor_create(g_ctx, types[t], 2, ts, &tt));
+        CLF_OK(clf_tensor_write(tt, wq, bytes));
+        for (int pe = 0; pe <= 1; pe++) {
+            clf_tensor *y = tensor_poisoned(CLF_F32, 3, ys), *yf = tensor_poisoned(CLF_F32, 3, ys);
+            CLF_OK(clf_embedding(g_ctx, ids, tt, 1.5f, pe, 3, y));
+            CLF_OK(clf_embedding(g_ctx, ids, tf, 1.5f, pe, 3, yf));
+            float *got = tensor_to_host(y), *want = tensor_to_host(yf);
+            for (int64_t r = 0; r < 10; r++)
+                for (int64_t j = 0; j < d; j++) {
+                    const double ref = 1.5 * (double)table[idv[r] * d + j];
+                    const double g = got[r * d + j], w = pe ? want[r * d + j] : ref;
+                    const double tol = 0x1p-23 * (fabs(ref) + (pe ? fabs(w) : 0.0)) + 1e-30;
+                    if (!(fabs(g - w) <= tol))
+                        fail_msg("embedding %s (posenc %d) [%lld, %lld]: got %.9g want %.9g",
+                                 clf_dtype_name(types[t]), pe, (long long)r, (long long)j, g, w);
+                }
+            free(got);
+            free(want);
+            clf_tensor_free(y);
+            clf_tensor_free(yf);
+        }
+        free(wq);
+        free(table);
+        clf_tensor_free(tt);
+        clf_tensor_free(tf);
+        clf_tensor_free(ids);
+    }
 }
 
 /* Bad weights: an I32 tensor, a block tensor of the wrong width. */
@@ -388,6 +458,7 @@ int main(void) {
         cmocka_unit_test(test_convert_errors),
         cmocka_unit_test(test_block_tensors),
         cmocka_unit_test(test_linear_refuses),
+        cmocka_unit_test(test_embedding_types),
         cmocka_unit_test(test_linear_types),
         cmocka_unit_test(test_linear_types_small),
         cmocka_unit_test(test_linear_types_caps),

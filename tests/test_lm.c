@@ -683,6 +683,113 @@ static void test_quantized_weights(void **state) {
     }
 }
 
+/* Models from GGUF files (tools/make_lm_gguf_fixtures.py: the fixtures as llama.cpp's converter
+ * writes them): the same logits as from their folders where the weights are the same values
+ * (F32 files; Q8_0 projections against the folder loaded as Q8_0: the same blocks, Llama's Q/K
+ * permutation undone), and a file of mixed types (quantized embedding, Q4_0 attn_v stacked with
+ * Q8_0 attn_q/attn_k) within the Q4_0 bound of the F32 reference. */
+static void gguf_logits(clf_lm *m, const ref *r, int64_t V, float **out) {
+    clf_lm_state *s = NULL;
+    CLF_OK(clf_lm_state_create(m, 2, 16, &s));
+    int64_t ls[3] = {2, 9, V};
+    clf_tensor *ids = ids_tensor(2, 9, r->ids), *lg = tensor_poisoned(CLF_F32, 3, ls);
+    CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+    *out = tensor_to_host(lg);
+    clf_tensor_free(ids);
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+}
+
+static void test_gguf_models(void **state) {
+    (void)state;
+    static const struct {
+        const char *file, *folder;
+        clf_dtype folder_dtype; /* the folder loaded as */
+        clf_dtype qkv, o, tok;  /* the GGUF model's types */
+        double tol;             /* against the folder's logits (relative to the largest) */
+    } cases[] = {
+        {"llama_q8_0", "llama", CLF_Q8_0, CLF_Q8_0, CLF_Q8_0, CLF_F32, 1e-6},
+        /* rope_freqs divides the frequencies in float, the folder rounds once: 5e-7 seen */
+        {"llama_gqa_f32", "llama_gqa", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-5},
+        {"qwen2_f32", "qwen2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-6},
+        {"gpt2_f32", "gpt2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-6},
+        /* against the F32 reference: Q4_0's bound of test_quantized_weights */
+        {"llama_gqa_mixed", "llama_gqa", (clf_dtype)-1, CLF_Q8_0, CLF_Q4_0, CLF_Q8_0, 0.5},
+    };
+    int64_t pack;
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.PACK", &pack));
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char path[1200], dir[1024];
+        snprintf(path, sizeof(path), "%s/tests/data/lm/gguf/%s.gguf", CLF_SRC, cases[c].file);
+        model_dir(cases[c].folder, dir, sizeof(dir));
+        clf_lm *g = NULL, *f = NULL;
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", 0)); /* the types as loaded */
+        const clf_status st = clf_lm_load(g_ctx, path, &g);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack));
+        if (st != CLF_SUCCESS) fail_msg("%s: %s", cases[c].file, clf_context_last_error(g_ctx));
+        clf_lm_info gi, fi;
+        CLF_OK(clf_lm_get_info(g, &gi));
+        assert_int_equal(clf_tensor_dtype(g->layers[0].qkv.w), cases[c].qkv);
+        assert_int_equal(clf_tensor_dtype(g->layers[1].o.w), cases[c].o);
+        assert_int_equal(clf_tensor_dtype(g->tok), cases[c].tok);
+        assert_int_equal(gi.weight_dtype, cases[c].qkv);
+        clf_lm_free(g);
+        CLF_OK(
+            clf_lm_load(g_ctx, path, &g)); /* as a user gets it (packed where the device packs) */
+        CLF_OK(clf_lm_get_info(g, &gi));
+        ref r;
+        load_ref(cases[c].folder, gi.vocab_size, &r);
+        const int64_t V = gi.vocab_size, n = 18 * V;
+        float *got, *want = r.logits;
+        gguf_logits(g, &r, V, &got);
+        if ((int)cases[c].folder_dtype >= 0) {
+            clf_load_params p = clf_load_default_params();
+            p.weight_dtype = cases[c].folder_dtype;
+            CLF_OK(clf_lm_load_with(g_ctx, dir, &p, &f));
+            CLF_OK(clf_lm_get_info(f, &fi));
+            assert_string_equal(gi.arch, fi.arch);
+            assert_memory_equal(&gi.vocab_size, &fi.vocab_size,
+                                sizeof(int64_t) * 8); /* vocab .. max_positions */
+            assert_int_equal(gi.bos, fi.bos);
+            assert_int_equal(gi.n_eos, fi.n_eos);
+            assert_int_equal(gi.parameters, fi.parameters);
+            gguf_logits(f, &r, V, &want);
+        }
+        const double e =
+            check_logits_tol("GGUF", cases[c].file, got, want, n, r.scale, cases[c].tol);
+        printf("%-16s from GGUF: within %.2e of the largest logit of %s\n", cases[c].file, e,
+               (int)cases[c].folder_dtype >= 0 ? "its folder's" : "the F32 reference");
+        if (want != r.logits) free(want);
+        free(got);
+        free(r.logits);
+        clf_lm_free(g);
+        clf_lm_free(f);
+    }
+}
+
+/* Files that are not models clformer runs: refused with a message, nothing returned. */
+static void test_gguf_refused(void **state) {
+    (void)state;
+    static const struct {
+        const char *path; /* under tests/data */
+        clf_status st;
+        const char *says;
+    } cases[] = {
+        {"gguf/reader.gguf", CLF_ERROR_BAD_FORMAT, "token_embd.weight"}, /* metadata only */
+        {"lm/llama/config.json", CLF_ERROR_BAD_FORMAT, "GGUF"},          /* not GGUF */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/tests/data/%s", CLF_SRC, cases[c].path);
+        clf_lm *m = (clf_lm *)&m;
+        assert_int_equal(clf_lm_load(g_ctx, path, &m), cases[c].st);
+        assert_null(m);
+        if (!strstr(clf_context_last_error(g_ctx), cases[c].says))
+            fail_msg("%s: \"%s\" does not say %s", cases[c].path, clf_context_last_error(g_ctx),
+                     cases[c].says);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_and_incremental),
@@ -695,6 +802,8 @@ int main(void) {
         cmocka_unit_test(test_f16_one),
         cmocka_unit_test(test_quantized_weights),
         cmocka_unit_test(test_eos_outside_vocab),
+        cmocka_unit_test(test_gguf_models),
+        cmocka_unit_test(test_gguf_refused),
     };
     return HARNESS_RUN("lm", tests);
 }

@@ -229,7 +229,10 @@ typedef struct clf_lm_info {
     clf_dtype weight_dtype, cache_dtype;
 } clf_lm_info;
 
-/* Loads the model in folder dir (config.json, model.safetensors or its shards). */
+/* Loads the model in folder dir (config.json, model.safetensors or its shards), or from a GGUF
+ * file when dir is a file (llama, qwen2 or gpt2; its weights keep their stored types, F32 ones
+ * converted as clf_load_params.weight_dtype says; info.weight_dtype is then the first layer's
+ * Q|K|V type, as types may differ by tensor). */
 CLF_API clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out);
 /* The same with how the model is kept on the device (clf_load_params: F16 weights, F16 KV
  * caches); NULL params: the defaults (F32). */

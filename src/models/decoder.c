@@ -67,7 +67,8 @@ clf_status clf_decoder_load(clf_context *ctx, const clf_safetensors *st, const c
         return s;
     }
     const clf_transformer_params *c = &dec->cfg;
-    clf_loader L = {ctx, st, prefix ? prefix : "", 0, NULL, 0, c->weight_dtype};
+    clf_loader L = {
+        .ctx = ctx, .st = st, .prefix = prefix ? prefix : "", .weight_dtype = c->weight_dtype};
     dec->layers = calloc((size_t)c->num_layers, sizeof(clf_dec_layer));
     if (!dec->layers) {
         s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -59,7 +59,8 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
     }
     const clf_transformer_params *c = &enc->cfg;
     enc->arch = clf__arch_find(c->arch);
-    clf_loader L = {ctx, st, prefix ? prefix : "", 0, NULL, 0, c->weight_dtype};
+    clf_loader L = {
+        .ctx = ctx, .st = st, .prefix = prefix ? prefix : "", .weight_dtype = c->weight_dtype};
     enc->layers = calloc((size_t)c->num_layers, sizeof(clf_enc_layer));
     if (!enc->layers) {
         s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");

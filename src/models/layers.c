@@ -63,8 +63,23 @@ static const clf_safetensors *file_of(const clf_loader *L, const char *full,
     return NULL;
 }
 
+/* A GGUF file's load of `count` names (at most 3): full names, then clf__gguf_load_rows. */
+static clf_status gguf_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
+                            int64_t cols, clf_tensor **out) {
+    char full[3][512];
+    const char *fn[3];
+    if (count > 3) return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "load_rows: at most 3 tensors");
+    for (int i = 0; i < count; i++) {
+        full_name(L, names[i], "", full[i], sizeof(full[i]));
+        fn[i] = full[i];
+    }
+    return clf__gguf_load_rows(L, fn, count, rows, cols, out);
+}
+
 clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
                           int64_t cols, int transpose, clf_tensor **out) {
+    /* GGUF files keep matrices as (out, in): no Conv1D transposes */
+    if (L->gguf) return gguf_rows(L, names, count, rows, cols, out);
     const int64_t c = cols ? cols : 1;
     int64_t total = 0, big = 0;
     for (int i = 0; i < count; i++) {
@@ -128,6 +143,7 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
 
 clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols,
                      clf_tensor **out) {
+    if (L->gguf) return gguf_rows(L, &name, 1, &rows, cols, out);
     char full[512];
     full_name(L, name, "", full, sizeof(full));
     int64_t shape[2] = {rows, cols};

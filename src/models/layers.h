@@ -89,7 +89,18 @@ typedef struct clf_loader {
     clf_safetensors *const *shards;
     size_t n_shards;
     clf_dtype weight_dtype; /* the linear weights' dtype on the device (clf__pack) */
+    /* A GGUF file instead (lm_gguf.c): the names asked for are Hugging Face's, mapped to the
+     * file's (clf__gguf_name); weights keep their stored types. unpermute_dh: the head size
+     * when Q and K rows come permuted for interleaved RoPE (undone at load), else 0. */
+    const clf_gguf *gguf;
+    int64_t unpermute_dh;
 } clf_loader;
+
+/* The GGUF loads behind clf__load and clf__load_rows when L->gguf is set (lm_gguf.c): full
+ * are the names with prefix and layer in place. 1-D tensors come as F32; a matrix in its stored
+ * type, stacked parts of different types requantized to Q8_0 (F32 if all are plain). */
+clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count,
+                               const int64_t *rows, int64_t cols, clf_tensor **out);
 
 /* A (rows, cols) tensor (a (rows) one when cols is 0), checked for its exact shape. */
 clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols, clf_tensor **out);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct clf_lm_state {
     const clf_lm *m;
@@ -114,8 +115,21 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
     clf_lm *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
-    clf_status st = clf__lm_read_config(ctx, dir, &m->cfg);
+    /* A file is a GGUF model; a folder a Hugging Face one. */
+    struct stat sb;
+    clf_gguf *g = NULL;
+    int64_t unpermute_dh = 0;
+    clf_status st;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        clf_error err;
+        st = clf_gguf_open(dir, &g, &err);
+        if (st != CLF_SUCCESS) st = clf__fail(ctx, st, "%s", err.message);
+        if (st == CLF_SUCCESS) st = clf__lm_read_gguf_config(ctx, g, &m->cfg, &unpermute_dh);
+    } else {
+        st = clf__lm_read_config(ctx, dir, &m->cfg);
+    }
     if (st != CLF_SUCCESS) {
+        clf_gguf_free(g);
         free(m);
         return st;
     }
@@ -127,15 +141,19 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         goto fail;
     }
-    CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
-    clf_loader L = {ctx, NULL, "", 0, files.st, files.n, p.weight_dtype};
+    if (!g) CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
+    clf_loader L = {ctx, NULL, "", 0, files.st, files.n, p.weight_dtype, g, unpermute_dh};
     CLF_CHECK(m->cfg.arch->load(&L, m));
     m->cfg.info.parameters = count_params(m);
+    /* A GGUF file's types are its own (they may differ by tensor): the first Q projection's. */
+    if (g && m->layers[0].qkv.w) m->cfg.info.weight_dtype = m->layers[0].qkv.w->dtype;
     clf__lm_files_free(&files);
+    clf_gguf_free(g);
     *out = m;
     return CLF_SUCCESS;
 fail:
     clf__lm_files_free(&files);
+    clf_gguf_free(g);
     clf_lm_free(m);
     return st;
 }

@@ -26,7 +26,16 @@ typedef struct clf_lm_config {
 
 /* Reads dir/config.json into c (message naming what is unsupported or missing). */
 clf_status clf__lm_read_config(clf_context *ctx, const char *dir, clf_lm_config *c);
+/* The same from a GGUF file's metadata (lm_gguf.c): general.architecture llama, qwen2 or gpt2
+ * and its hyperparameters. *unpermute_dh: the head size when the file's Q and K rows are
+ * permuted for interleaved RoPE (llama.cpp's converter does so for "llama"), else 0. */
+clf_status clf__lm_read_gguf_config(clf_context *ctx, const clf_gguf *g, clf_lm_config *c,
+                                    int64_t *unpermute_dh);
 void clf__lm_config_free(clf_lm_config *c);
+/* Shared by both: drops (with a warning naming source) eos ids outside the vocabulary; checks
+ * the heads (K/V heads divide query heads; head size even, at most 256). */
+void clf__lm_drop_bad_eos(clf_context *ctx, clf_lm_info *info, const char *source);
+clf_status clf__lm_check_heads(clf_context *ctx, const clf_lm_info *in, const char *source);
 
 /* The weights of a folder: model.safetensors, or the shards of model.safetensors.index.json. */
 typedef struct clf_lm_files {

@@ -63,6 +63,11 @@ static clf_status special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *inf
     } else if (fallback >= 0) {
         info->eos[info->n_eos++] = fallback;
     }
+    clf__lm_drop_bad_eos(ctx, info, "config.json");
+    return CLF_SUCCESS;
+}
+
+void clf__lm_drop_bad_eos(clf_context *ctx, clf_lm_info *info, const char *source) {
     /* An eos outside the vocabulary can never be generated (transformers runs such a model, as
      * tiny test GPT-2s ship with 50256 over a smaller vocabulary): dropped, with a warning. */
     int kept = 0;
@@ -72,11 +77,20 @@ static clf_status special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *inf
             continue;
         }
         clf__warn(ctx,
-                  "config.json: eos_token_id %d is outside the vocabulary of %lld: never "
-                  "generated, so generation stops only at max_new_tokens for it",
-                  (int)info->eos[i], (long long)info->vocab_size);
+                  "%s: eos token %d is outside the vocabulary of %lld: never generated, so "
+                  "generation stops only at max_new_tokens for it",
+                  source, (int)info->eos[i], (long long)info->vocab_size);
     }
     info->n_eos = kept;
+}
+
+clf_status clf__lm_check_heads(clf_context *ctx, const clf_lm_info *in, const char *source) {
+    if (in->heads % in->kv_heads || in->head_dim % 2 || in->head_dim > 256)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "%s: %lld K/V heads must divide %lld query heads, and the head size "
+                         "%lld be even and at most 256",
+                         source, (long long)in->kv_heads, (long long)in->heads,
+                         (long long)in->head_dim);
     return CLF_SUCCESS;
 }
 
@@ -186,11 +200,7 @@ static clf_status parse_llama(clf_context *ctx, const cJSON *c, clf_lm_config *k
                              (long long)in->hidden_size, (long long)in->heads);
         in->head_dim = in->hidden_size / in->heads;
     }
-    if (in->heads % in->kv_heads || in->head_dim % 2 || in->head_dim > 256)
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "config.json: num_key_value_heads %lld must divide num_attention_heads "
-                         "%lld, and head_dim %lld be even and at most 256",
-                         (long long)in->kv_heads, (long long)in->heads, (long long)in->head_dim);
+    CLF_TRY(clf__lm_check_heads(ctx, in, "config.json"));
     k->norm_eps = (float)num_or(c, "rms_norm_eps", 1e-6);
     k->tied = bool_or(c, "tie_word_embeddings", 0);
     const int qwen2 = strcmp(in->arch, "Qwen2ForCausalLM") == 0;

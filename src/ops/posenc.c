@@ -62,12 +62,35 @@ clf_status clf_posenc_add(clf_context *ctx, const clf_tensor *x, int64_t pos_off
     return launch(ctx, x->mem, NULL, out->mem, x->numel / d, d, 1.0f, 1, seq, pos_offset);
 }
 
+/* out (rows, d) = table[ids] * scale for a table of a stored type (kernels/linear.cl's get_rows,
+ * its section of kernels/dtypes.cl). */
+static clf_status get_rows(clf_context *ctx, const clf_tensor *table, const clf_tensor *ids,
+                           clf_tensor *out, int64_t rows, int64_t d, float scale) {
+    clf_defines defs = {0, {NULL}, {0}};
+    clf__dtype_define(&defs, table->dtype);
+    cl_kernel k;
+    size_t local[2] = {1, 1};
+    clf_status st = clf__kernel_fit(ctx, CLF_K_GET_ROWS, &defs, 2, local, &k);
+    if (st != CLF_SUCCESS) return st;
+    cl_long t_rs = (cl_long)clf_dtype_row_bytes(table->dtype, d);
+    cl_int c_d = (cl_int)d;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &table->mem, sizeof(cl_long), &t_rs, sizeof(cl_mem),
+                       &ids->mem, sizeof(cl_mem), &out->mem, sizeof(cl_int), &c_d, sizeof(float),
+                       &scale, (size_t)0);
+    if (st != CLF_SUCCESS) return st;
+    const size_t global[2] = {(size_t)((d + 15) / 16), (size_t)rows};
+    return clf__launch(ctx, CLF_K_GET_ROWS, k, 2, global, NULL); /* the driver picks */
+}
+
 clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
                          float scale, int add_posenc, int64_t pos_offset, clf_tensor *out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, ids, "ids", CLF_I32);
-    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, table, "table", CLF_F32);
+    if (st == CLF_SUCCESS)
+        st = clf__check_tensor(ctx, table, "table", table ? table->dtype : CLF_F32);
+    if (st == CLF_SUCCESS && (table->dtype == CLF_I32))
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "embedding: an I32 table");
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, out, "out", CLF_F32);
     if (st != CLF_SUCCESS) return st;
     char a[96], b[96], c[96];
@@ -103,6 +126,11 @@ clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tens
     }
     free(host);
     if (st != CLF_SUCCESS) return st;
-    return launch(ctx, table->mem, ids, out->mem, ids->numel, d, scale, add_posenc ? 1 : 0, seq,
-                  pos_offset);
+    if (table->dtype == CLF_F32)
+        return launch(ctx, table->mem, ids, out->mem, ids->numel, d, scale, add_posenc ? 1 : 0, seq,
+                      pos_offset);
+    st = get_rows(ctx, table, ids, out, ids->numel, d, scale);
+    if (st == CLF_SUCCESS && add_posenc)
+        st = launch(ctx, out->mem, NULL, out->mem, ids->numel, d, 1.0f, 1, seq, pos_offset);
+    return st;
 }

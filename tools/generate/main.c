@@ -1,15 +1,17 @@
 /*
- * clformer-generate — text generation with a Hugging Face decoder-only model (GPT-2, Llama,
- * Mistral, Qwen2) on any OpenCL device.
+ * clformer-generate — text generation with a decoder-only model (GPT-2, Llama, Mistral, Qwen2)
+ * from a Hugging Face folder or a GGUF file on any OpenCL device.
  *
- *   clformer-generate --model DIR [--device SPEC] [--max-new-tokens N] [--temperature T]
+ *   clformer-generate --model DIR|FILE.gguf [--tokenizer FILE] [--device SPEC] [--max-new-tokens N]
+ * [--temperature T]
  *                     [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S]
  *                     [--ignore-eos] [--stats] [--print-ids] [--ids "1 2 3" | "prompt"]
  *   clformer-generate --model DIR --tokenize "text"
  *
  * Streams the generated text to standard output as it is produced (the prompt is not repeated).
  * The folder needs config.json and model.safetensors (or its shards); tokenizer.json for text
- * prompts and text output.
+ * prompts and text output. A GGUF file keeps its stored weight types; the tokenizer inside it is
+ * not read yet (give --tokenizer, a tokenizer.json, for text).
  */
 #include "clformer/clformer.h"
 
@@ -21,15 +23,19 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: clformer-generate --model DIR [options] \"prompt\"\n"
+            "usage: clformer-generate --model DIR|FILE.gguf [options] \"prompt\"\n"
             "  --model DIR              Hugging Face folder: config.json, model.safetensors (or\n"
             "                           shards), tokenizer.json (for text)\n"
+            "  --model FILE.gguf        llama.cpp's format (llama, qwen2, gpt2; weights F32, F16,\n"
+            "                           BF16, Q8_0, Q4_0, Q4_K, Q6_K kept as stored)\n"
+            "  --tokenizer FILE         tokenizer.json (default: the folder's; a GGUF file's own\n"
+            "                           tokenizer is not read yet)\n"
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
             "  --weights TYPE           the linear weights on the device: f32 (default), f16,\n"
             "                           bf16, q8_0 or q4_0 (quantized at load as ggml does;\n"
-            "                           math in fp32)\n"
+            "                           math in fp32; a GGUF file's F32 weights only)\n"
             "  --cache f32|f16          the KV cache (default f32)\n"
             "  --temperature T          0: greedy (default); > 0 samples\n"
             "  --top-k K, --top-p P     keep the K most likely / the smallest set of mass P\n"
@@ -115,7 +121,8 @@ static double num_arg(const char *opt, const char *v, int *bad) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *spec = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL;
+    const char *model = NULL, *spec = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL,
+               *tok_path = NULL;
     int stats = 0, print_ids = 0, bad = 0;
     clf_generate_params gp = clf_generate_default_params();
     gp.max_new_tokens = 64;
@@ -128,6 +135,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "--model") == 0 && has) {
             model = argv[++i];
+        } else if (strcmp(a, "--tokenizer") == 0 && has) {
+            tok_path = argv[++i];
         } else if (strcmp(a, "--device") == 0 && has) {
             spec = argv[++i];
         } else if (strcmp(a, "--max-new-tokens") == 0 && has) {
@@ -187,7 +196,12 @@ int main(int argc, char **argv) {
     /* the tokenizer, when there is one (required for text in or out) */
     char path[4096];
     struct stat sb;
-    snprintf(path, sizeof(path), "%s/tokenizer.json", model);
+    if (tok_path)
+        snprintf(path, sizeof(path), "%s", tok_path);
+    else if (stat(model, &sb) == 0 && S_ISREG(sb.st_mode)) /* a GGUF file: none beside it */
+        snprintf(path, sizeof(path), "(--tokenizer, for the GGUF file %s)", model);
+    else
+        snprintf(path, sizeof(path), "%s/tokenizer.json", model);
     clf_bpe *tok = NULL;
     clf_error msg = {""};
     const int need_tok = tokenize || prompt || !print_ids;

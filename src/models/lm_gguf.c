@@ -1,0 +1,426 @@
+/*
+ * lm_gguf.c — causal language models from a GGUF file (llama.cpp's format): the config from its
+ * metadata (general.architecture and the <arch>.* keys), and the loads behind clf__load /
+ * clf__load_rows when the loader reads one. The families' loaders (arch_llama.c, arch_gpt2.c)
+ * ask for Hugging Face's names; k_names maps them to llama.cpp's (token_embd, blk.N.attn_q ...).
+ *
+ * Weights keep the types they are stored in (Q4_0, Q8_0, Q4_K, Q6_K, F16, BF16, F32): nothing is
+ * dequantized, except where a fused projection stacks parts of different types (real quantized
+ * files mix them: Q4_K_M keeps some attn_v and ffn_down in Q6_K): such a stack is requantized to
+ * Q8_0, with a warning. llama.cpp's converter permutes the rows of Llama's Q and K (and their
+ * biases) for its interleaved RoPE; clformer's RoPE rotates halves as Hugging Face does, so the
+ * permutation is undone here, row by row (whole blocks: no conversion).
+ */
+#include "lm.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- names */
+
+/* Hugging Face's stem -> the GGUF stem ("{i}" the layer); rope: rows permuted (Llama's Q, K). */
+static const struct {
+    const char *hf, *gguf;
+    int rope;
+} k_names[] = {
+    {"model.embed_tokens", "token_embd", 0},
+    {"model.norm", "output_norm", 0},
+    {"lm_head", "output", 0},
+    {"model.layers.{i}.self_attn.q_proj", "blk.{i}.attn_q", 1},
+    {"model.layers.{i}.self_attn.k_proj", "blk.{i}.attn_k", 1},
+    {"model.layers.{i}.self_attn.v_proj", "blk.{i}.attn_v", 0},
+    {"model.layers.{i}.self_attn.o_proj", "blk.{i}.attn_output", 0},
+    {"model.layers.{i}.mlp.gate_proj", "blk.{i}.ffn_gate", 0},
+    {"model.layers.{i}.mlp.up_proj", "blk.{i}.ffn_up", 0},
+    {"model.layers.{i}.mlp.down_proj", "blk.{i}.ffn_down", 0},
+    {"model.layers.{i}.input_layernorm", "blk.{i}.attn_norm", 0},
+    {"model.layers.{i}.post_attention_layernorm", "blk.{i}.ffn_norm", 0},
+    /* GPT-2 (asked for without "transformer."); c_* are stored as (out, in) already */
+    {"wte", "token_embd", 0},
+    {"wpe", "position_embd", 0},
+    {"ln_f", "output_norm", 0},
+    {"h.{i}.ln_1", "blk.{i}.attn_norm", 0},
+    {"h.{i}.ln_2", "blk.{i}.ffn_norm", 0},
+    {"h.{i}.attn.c_attn", "blk.{i}.attn_qkv", 0},
+    {"h.{i}.attn.c_proj", "blk.{i}.attn_output", 0},
+    {"h.{i}.mlp.c_fc", "blk.{i}.ffn_up", 0},
+    {"h.{i}.mlp.c_proj", "blk.{i}.ffn_down", 0},
+};
+
+/* name against a stem template: the layer's digits where "{i}" is; returns the rest of name
+ * (empty or from a '.'), or NULL when it does not match. */
+static const char *match(const char *tmpl, const char *name, char *layer, size_t layer_size) {
+    layer[0] = '\0';
+    while (*tmpl) {
+        if (strncmp(tmpl, "{i}", 3) == 0) {
+            size_t n = 0;
+            while (isdigit((unsigned char)name[n]))
+                n++;
+            if (n == 0 || n >= layer_size) return NULL;
+            memcpy(layer, name, n);
+            layer[n] = '\0';
+            name += n;
+            tmpl += 3;
+        } else if (*tmpl++ != *name++) {
+            return NULL;
+        }
+    }
+    return *name == '\0' || *name == '.' ? name : NULL;
+}
+
+/* The GGUF name of a Hugging Face name into out; *rope: its rows are permuted. False if the
+ * name has no GGUF counterpart. */
+static bool gguf_name(const char *hf, char *out, size_t size, int *rope) {
+    for (size_t i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++) {
+        char layer[24];
+        const char *rest = match(k_names[i].hf, hf, layer, sizeof(layer));
+        if (!rest) continue;
+        const char *g = k_names[i].gguf, *at = strstr(g, "{i}");
+        if (at)
+            snprintf(out, size, "%.*s%s%s%s", (int)(at - g), g, layer, at + 3, rest);
+        else
+            snprintf(out, size, "%s%s", g, rest);
+        *rope = k_names[i].rope;
+        return true;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+/* Row r of a head-permuted matrix: llama.cpp's converter stores HF row (h, s, j) of each head
+ * (s the half, j < dh / 2) at (h, j, s). */
+static int64_t permuted_row(int64_t r, int64_t dh) {
+    const int64_t h = r / dh, w = r % dh, half = dh / 2;
+    return h * dh + (w % half) * 2 + w / half;
+}
+
+typedef struct part {
+    char name[512]; /* the GGUF name */
+    const clf_gguf_tensor *t;
+    int rope;
+} part;
+
+/* Finds and checks part i of a load: present, (rows) or (rows, cols), a type clformer reads. */
+static clf_status find_part(clf_loader *L, const char *hf, int64_t rows, int64_t cols, part *p) {
+    if (!gguf_name(hf, p->name, sizeof(p->name), &p->rope))
+        return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "GGUF: no name for \"%s\"", hf);
+    p->rope = p->rope && L->unpermute_dh > 0;
+    p->t = clf_gguf_tensor_find(L->gguf, p->name);
+    const clf_gguf_tensor *t = p->t;
+    if (!t) return clf__fail(L->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: missing tensor \"%s\"", p->name);
+    const int nd = cols ? 2 : 1;
+    bool ok = t->ne[0] == (cols ? cols : rows) && (!cols || t->ne[1] == rows);
+    for (int d = nd; d < t->ndim; d++)
+        ok = ok && t->ne[d] == 1;
+    if (!ok || t->ndim < nd)
+        return clf__fail(L->ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "GGUF: tensor \"%s\" must be (%lld%s%lld) in PyTorch's order", p->name,
+                         (long long)rows, cols ? ", " : "", (long long)(cols ? cols : 0));
+    if (t->dtype < 0)
+        return clf__fail(L->ctx, CLF_ERROR_UNSUPPORTED,
+                         "GGUF: tensor \"%s\" is %s, a type clformer does not read (F32, F16, "
+                         "BF16, Q8_0, Q4_0, Q4_K, Q6_K)",
+                         p->name, clf_gguf_type_name(t->ggml_type));
+    if (p->rope && (rows % L->unpermute_dh || L->unpermute_dh % 2))
+        return clf__fail(L->ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "GGUF: tensor \"%s\": %lld rows are not whole heads of %lld", p->name,
+                         (long long)rows, (long long)L->unpermute_dh);
+    return CLF_SUCCESS;
+}
+
+/* Copies the rows of part p (row_bytes each) into dst, undoing the RoPE permutation. */
+static void copy_rows(const part *p, const unsigned char *src, int64_t rows, size_t row_bytes,
+                      int64_t dh, unsigned char *dst) {
+    if (!p->rope) {
+        memcpy(dst, src, (size_t)rows * row_bytes);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * row_bytes, src + (size_t)permuted_row(r, dh) * row_bytes,
+               row_bytes);
+}
+
+clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count,
+                               const int64_t *rows, int64_t cols, clf_tensor **out) {
+    part parts[3];
+    int64_t total = 0;
+    if (count < 1 || count > 3)
+        return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "GGUF load: 1 to 3 tensors");
+    for (int i = 0; i < count; i++) {
+        CLF_TRY(find_part(L, full[i], rows[i], cols, &parts[i]));
+        total += rows[i];
+    }
+    /* The type on the device: the parts' own when they agree (a matrix), else F32 (vectors,
+     * and plain types mixed) or Q8_0 (a block type among them). */
+    clf_dtype type = (clf_dtype)parts[0].t->dtype;
+    bool mixed = false, blocks = false;
+    for (int i = 0; i < count; i++) {
+        mixed = mixed || parts[i].t->dtype != (int)type;
+        blocks = blocks || clf_dtype_block((clf_dtype)parts[i].t->dtype) > 1;
+    }
+    const bool convert = !cols || mixed;
+    if (convert) type = cols && blocks && cols % 32 == 0 ? CLF_Q8_0 : CLF_F32;
+    if (cols && mixed) {
+        char types[64] = "";
+        for (int i = 0; i < count; i++)
+            snprintf(types + strlen(types), sizeof(types) - strlen(types), "%s%s", i ? ", " : "",
+                     clf_gguf_type_name(parts[i].t->ggml_type));
+        clf__warn(L->ctx, "GGUF: \"%s\" stacked with %d more tensors of types %s: kept as %s",
+                  parts[0].name, count - 1, types, clf_dtype_name(type));
+    }
+    const int64_t width = cols ? cols : 1, n = total * width;
+    const size_t row_bytes = clf_dtype_row_bytes(type, width);
+    unsigned char *host = malloc((size_t)total * row_bytes);
+    float *f = convert ? malloc(sizeof(float) * (size_t)n) : NULL;
+    float *tmp = NULL;
+    clf_status st = host && (!convert || f)
+                        ? CLF_SUCCESS
+                        : clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    int64_t at = 0;
+    for (int i = 0; i < count && st == CLF_SUCCESS; i++) {
+        const part *p = &parts[i];
+        const clf_dtype pt = (clf_dtype)p->t->dtype;
+        if (!convert) {
+            copy_rows(p, p->t->data, rows[i], row_bytes, L->unpermute_dh, host + at * row_bytes);
+        } else {
+            const int64_t pn = rows[i] * width;
+            free(tmp);
+            tmp = malloc(sizeof(float) * (size_t)pn);
+            if (!tmp) {
+                st = clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+                break;
+            }
+            clf_error err;
+            st = clf_dequantize(pt, p->t->data, (size_t)p->t->bytes, tmp, pn, &err);
+            if (st != CLF_SUCCESS) {
+                clf__fail(L->ctx, st, "GGUF: tensor \"%s\": %s", p->name, err.message);
+                break;
+            }
+            copy_rows(p, (const unsigned char *)tmp, rows[i], sizeof(float) * (size_t)width,
+                      L->unpermute_dh, (unsigned char *)(f + at * width));
+        }
+        at += rows[i];
+    }
+    free(tmp);
+    if (st == CLF_SUCCESS && convert) {
+        clf_error err;
+        st = clf_quantize(type, f, n, host, (size_t)total * row_bytes, &err);
+        if (st != CLF_SUCCESS)
+            clf__fail(L->ctx, st, "GGUF: \"%s\": %s", parts[0].name, err.message);
+    }
+    free(f);
+    const int64_t shape[2] = {total, cols};
+    clf_tensor *t = NULL;
+    if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, type, cols ? 2 : 1, shape, &t);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(t, host, (size_t)total * row_bytes);
+    free(host);
+    if (st != CLF_SUCCESS) {
+        clf_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return CLF_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- config */
+
+typedef struct meta {
+    clf_context *ctx;
+    const clf_gguf *g;
+    const char *arch; /* general.architecture, NUL-terminated copy */
+} meta;
+
+/* <arch>.<key> as a positive integer (absent: fallback; required and absent: an error). */
+static clf_status size_key(const meta *m, const char *key, int required, int64_t fallback,
+                           int64_t *out) {
+    char k[160];
+    snprintf(k, sizeof(k), "%s.%s", m->arch, key);
+    clf_error err;
+    const clf_status st = clf_gguf_get_int(m->g, k, out, &err);
+    if (st == CLF_ERROR_NOT_FOUND && !required) {
+        *out = fallback;
+        return CLF_SUCCESS;
+    }
+    if (st == CLF_ERROR_NOT_FOUND)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: missing key %s", k);
+    if (st != CLF_SUCCESS) return clf__fail(m->ctx, st, "%s", err.message);
+    if (*out <= 0 || *out > (1LL << 40))
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: %s = %lld must be positive", k,
+                         (long long)*out);
+    return CLF_SUCCESS;
+}
+
+static clf_status float_key(const meta *m, const char *key, double fallback, double *out) {
+    char k[160];
+    snprintf(k, sizeof(k), "%s.%s", m->arch, key);
+    clf_error err;
+    const clf_status st = clf_gguf_get_float(m->g, k, out, &err);
+    if (st == CLF_ERROR_NOT_FOUND) *out = fallback;
+    if (st != CLF_SUCCESS && st != CLF_ERROR_NOT_FOUND)
+        return clf__fail(m->ctx, st, "%s", err.message);
+    if (!isfinite(*out) || !(*out > 0))
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: %s = %g must be positive", k, *out);
+    return CLF_SUCCESS;
+}
+
+/* tokenizer.ggml.bos_token_id and eos_token_id (absent: -1, none). */
+static clf_status special_ids(const meta *m, clf_lm_info *in) {
+    int64_t v;
+    clf_error err;
+    clf_status st = clf_gguf_get_int(m->g, "tokenizer.ggml.bos_token_id", &v, &err);
+    if (st != CLF_SUCCESS && st != CLF_ERROR_NOT_FOUND)
+        return clf__fail(m->ctx, st, "%s", err.message);
+    in->bos = st == CLF_SUCCESS && v >= 0 && v < INT32_MAX ? (int32_t)v : -1;
+    st = clf_gguf_get_int(m->g, "tokenizer.ggml.eos_token_id", &v, &err);
+    if (st != CLF_SUCCESS && st != CLF_ERROR_NOT_FOUND)
+        return clf__fail(m->ctx, st, "%s", err.message);
+    in->n_eos = 0;
+    if (st == CLF_SUCCESS && v >= 0 && v < INT32_MAX) in->eos[in->n_eos++] = (int32_t)v;
+    clf__lm_drop_bad_eos(m->ctx, in, "GGUF");
+    return CLF_SUCCESS;
+}
+
+/* Rotary frequencies: base^(-2i / dh), divided by rope.scaling.factor (linear scaling) or by
+ * the rope_freqs tensor (Llama 3.1's scaling, as llama.cpp's converter stores it). */
+static clf_status rope(const meta *m, clf_lm_config *k) {
+    const int64_t dh = k->info.head_dim, n = dh / 2;
+    int64_t dims;
+    double base, factor = 1.0;
+    CLF_TRY(size_key(m, "rope.dimension_count", 0, dh, &dims));
+    if (dims != dh)
+        return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
+                         "GGUF: rope.dimension_count %lld: partial rotary embeddings are not "
+                         "supported (the head size is %lld)",
+                         (long long)dims, (long long)dh);
+    CLF_TRY(float_key(m, "rope.freq_base", 10000.0, &base));
+    char key[160];
+    const char *type = NULL;
+    size_t tlen = 0;
+    snprintf(key, sizeof(key), "%s.rope.scaling.type", m->arch);
+    if (clf_gguf_get_string(m->g, key, &type, &tlen, NULL) == CLF_SUCCESS &&
+        !(tlen == 4 && memcmp(type, "none", 4) == 0)) {
+        if (!(tlen == 6 && memcmp(type, "linear", 6) == 0))
+            return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
+                             "GGUF: rope scaling \"%.*s\" is not supported (linear is)",
+                             (int)(tlen > 40 ? 40 : tlen), type);
+        CLF_TRY(float_key(m, "rope.scaling.factor", 1.0, &factor));
+    }
+    k->inv_freq = malloc(sizeof(float) * (size_t)n);
+    if (!k->inv_freq) return clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        k->inv_freq[i] = 1.0f / powf((float)base, (float)(2 * i) / (float)dh) / (float)factor;
+    const clf_gguf_tensor *rf = clf_gguf_tensor_find(m->g, "rope_freqs.weight");
+    if (!rf) return CLF_SUCCESS;
+    if (rf->dtype != CLF_F32 || rf->ndim != 1 || rf->ne[0] != n)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT,
+                         "GGUF: rope_freqs.weight must be %lld F32 values", (long long)n);
+    const float *ff = rf->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (!(ff[i] > 0.0f) || !isfinite(ff[i]))
+            return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT,
+                             "GGUF: rope_freqs.weight[%lld] = %g must be positive", (long long)i,
+                             (double)ff[i]);
+        k->inv_freq[i] /= ff[i];
+    }
+    return CLF_SUCCESS;
+}
+
+/* The vocabulary: <arch>.vocab_size, else token_embd's rows. */
+static clf_status vocab(const meta *m, clf_lm_info *in) {
+    const clf_gguf_tensor *t = clf_gguf_tensor_find(m->g, "token_embd.weight");
+    if (!t || t->ndim != 2)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: token_embd.weight must be a matrix");
+    return size_key(m, "vocab_size", 0, t->ne[1], &in->vocab_size);
+}
+
+static clf_status parse_llama(const meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
+    clf_lm_info *in = &k->info;
+    const int qwen2 = strcmp(m->arch, "qwen2") == 0;
+    snprintf(in->arch, sizeof(in->arch), "%s", qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
+    CLF_TRY(vocab(m, in));
+    CLF_TRY(size_key(m, "embedding_length", 1, 0, &in->hidden_size));
+    CLF_TRY(size_key(m, "feed_forward_length", 1, 0, &in->ffn_size));
+    CLF_TRY(size_key(m, "block_count", 1, 0, &in->layers));
+    CLF_TRY(size_key(m, "attention.head_count", 1, 0, &in->heads));
+    CLF_TRY(size_key(m, "attention.head_count_kv", 0, in->heads, &in->kv_heads));
+    CLF_TRY(size_key(m, "context_length", 0, 2048, &in->max_positions));
+    int64_t kl, vl;
+    CLF_TRY(size_key(m, "attention.key_length", 0, in->hidden_size / in->heads, &kl));
+    CLF_TRY(size_key(m, "attention.value_length", 0, kl, &vl));
+    if (kl != vl || (kl == in->hidden_size / in->heads && in->hidden_size % in->heads))
+        return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
+                         "GGUF: key length %lld and value length %lld must agree (and divide the "
+                         "embedding of %lld by the heads)",
+                         (long long)kl, (long long)vl, (long long)in->hidden_size);
+    in->head_dim = kl;
+    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
+    double eps;
+    CLF_TRY(float_key(m, "attention.layer_norm_rms_epsilon", 1e-5, &eps));
+    k->norm_eps = (float)eps;
+    k->tied = clf_gguf_tensor_find(m->g, "output.weight") == NULL;
+    k->qkv_bias = clf_gguf_tensor_find(m->g, "blk.0.attn_q.bias") != NULL;
+    int64_t window;
+    CLF_TRY(size_key(m, "attention.sliding_window", 0, in->max_positions, &window));
+    k->window = window < in->max_positions ? window : 0;
+    *unpermute_dh = qwen2 ? 0 : in->head_dim;
+    CLF_TRY(rope(m, k));
+    return special_ids(m, in);
+}
+
+static clf_status parse_gpt2(const meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
+    clf_lm_info *in = &k->info;
+    snprintf(in->arch, sizeof(in->arch), "%s", "GPT2LMHeadModel");
+    *unpermute_dh = 0;
+    CLF_TRY(vocab(m, in));
+    CLF_TRY(size_key(m, "embedding_length", 1, 0, &in->hidden_size));
+    CLF_TRY(size_key(m, "feed_forward_length", 0, 4 * in->hidden_size, &in->ffn_size));
+    CLF_TRY(size_key(m, "block_count", 1, 0, &in->layers));
+    CLF_TRY(size_key(m, "attention.head_count", 1, 0, &in->heads));
+    CLF_TRY(size_key(m, "context_length", 1, 0, &in->max_positions));
+    if (in->hidden_size % in->heads)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT,
+                         "GGUF: embedding_length %lld is not a multiple of the %lld heads",
+                         (long long)in->hidden_size, (long long)in->heads);
+    in->kv_heads = in->heads;
+    in->head_dim = in->hidden_size / in->heads;
+    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
+    double eps;
+    CLF_TRY(float_key(m, "attention.layer_norm_epsilon", 1e-5, &eps));
+    k->norm_eps = (float)eps;
+    k->tied = 1;
+    return special_ids(m, in);
+}
+
+clf_status clf__lm_read_gguf_config(clf_context *ctx, const clf_gguf *g, clf_lm_config *k,
+                                    int64_t *unpermute_dh) {
+    memset(k, 0, sizeof(*k));
+    const char *a = NULL;
+    size_t alen = 0;
+    clf_error err;
+    clf_status st = clf_gguf_get_string(g, "general.architecture", &a, &alen, &err);
+    if (st != CLF_SUCCESS)
+        return clf__fail(ctx, st == CLF_ERROR_NOT_FOUND ? CLF_ERROR_BAD_FORMAT : st, "GGUF: %s",
+                         st == CLF_ERROR_NOT_FOUND ? "no general.architecture" : err.message);
+    char arch[32];
+    snprintf(arch, sizeof(arch), "%.*s", (int)(alen < sizeof(arch) ? alen : sizeof(arch) - 1), a);
+    const meta m = {ctx, g, arch};
+    if (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0) {
+        k->arch = &clf__lm_llama;
+        st = parse_llama(&m, k, unpermute_dh);
+    } else if (strcmp(arch, "gpt2") == 0) {
+        k->arch = &clf__lm_gpt2;
+        st = parse_gpt2(&m, k, unpermute_dh);
+    } else {
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                       "GGUF: architecture \"%.*s\" is not supported (llama, qwen2, gpt2 are)",
+                       (int)(alen > 40 ? 40 : alen), a);
+    }
+    if (st == CLF_SUCCESS && k->info.max_positions > (1 << 24))
+        st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "GGUF: over 2^24 positions");
+    if (st != CLF_SUCCESS) clf__lm_config_free(k);
+    return st;
+}

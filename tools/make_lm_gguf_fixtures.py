@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""GGUF files of the tiny language models in tests/data/lm/, as llama.cpp's converter lays them
+out, for tests/test_lm.c (a model from its GGUF file against the same model from its folder).
+
+Written with the gguf package (tensor names, metadata keys, and Llama's Q/K row permutation as in
+llama.cpp's convert_hf_to_gguf.py), into tests/data/lm/gguf/:
+
+    llama_q8_0.gguf       llama (untied): every 2-D projection and the head Q8_0 (gguf.quantize),
+                          token_embd F32; Q and K rows permuted for interleaved RoPE
+    llama_gqa_f32.gguf    llama_gqa (tied, 8 query heads, 2 K/V heads): all F32, no output.weight
+    llama_gqa_mixed.gguf  llama_gqa as real quantized files mix types: token_embd (the tied head)
+                          Q8_0, attn_q/attn_k/ffn_* Q8_0, attn_v and attn_output Q4_0
+    qwen2_f32.gguf        qwen2 (Q/K/V biases, 4 query heads, 2 K/V heads; no permutation)
+    gpt2_f32.gguf         gpt2 (tied, fused attn_qkv, position_embd): all F32, the Conv1D weights
+                          transposed to (out, in) as the converter does
+
+Metadata: general.architecture and its <arch>.* hyperparameters (context_length,
+embedding_length, block_count, feed_forward_length, attention.head_count(_kv), the norm eps,
+rope.freq_base and rope.dimension_count), tokenizer.ggml.bos/eos_token_id from config.json;
+Llama 3.1's rope scaling (llama_gqa) as the converter stores it, the rope_freqs tensor.
+
+Run: python3 tools/make_lm_gguf_fixtures.py   (needs gguf and numpy from PyPI)
+"""
+import json
+import os
+import struct
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+LM = os.path.join(ROOT, "tests", "data", "lm")
+
+ST_TYPES = {"F32": np.float32, "F16": np.float16, "I32": np.int32, "I64": np.int64}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] == "BF16":
+            a, b = info["data_offsets"]
+            raw = np.frombuffer(data[a:b], np.uint16).astype(np.uint32) << 16
+            out[name] = raw.view(np.float32).reshape(info["shape"])
+            continue
+        dt = ST_TYPES[info["dtype"]]
+        a, b = info["data_offsets"]
+        out[name] = np.frombuffer(data[a:b], dt).reshape(info["shape"]).astype(np.float32)
+    return out
+
+
+def read_model(name):
+    d = os.path.join(LM, name)
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    index = os.path.join(d, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    w = {}
+    for f in files:
+        w.update(read_safetensors(os.path.join(d, f)))
+    return cfg, w
+
+
+def permute(w, n_head):
+    """llama.cpp's LlamaModel.permute: each head's rows (s, j) -> (j, s), s the half."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def add(writer, name, a, t):
+    a = np.ascontiguousarray(a, np.float32)
+    if t == T.F32:
+        writer.add_tensor(name, a)
+    elif t == T.F16:
+        writer.add_tensor(name, a.astype(np.float16))
+    else:
+        writer.add_tensor(name, quants.quantize(a, t), raw_dtype=t)
+
+
+def llama_like(name, arch, out, types, permute_qk):
+    """types: a function of the GGUF tensor name (2-D tensors) giving its type."""
+    cfg, w = read_model(name)
+    H = cfg["num_attention_heads"]
+    KVH = cfg.get("num_key_value_heads") or H
+    Dh = cfg.get("head_dim") or cfg["hidden_size"] // H
+    wr = gguf.GGUFWriter(os.path.join(LM, "gguf", out), arch)
+    wr.add_context_length(cfg["max_position_embeddings"])
+    wr.add_embedding_length(cfg["hidden_size"])
+    wr.add_block_count(cfg["num_hidden_layers"])
+    wr.add_feed_forward_length(cfg["intermediate_size"])
+    wr.add_head_count(H)
+    wr.add_head_count_kv(KVH)
+    wr.add_key_length(Dh)
+    wr.add_value_length(Dh)
+    wr.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    rp = cfg.get("rope_parameters") or {}
+    wr.add_rope_freq_base(rp.get("rope_theta", cfg.get("rope_theta", 10000.0)))
+    wr.add_rope_dimension_count(Dh)
+    wr.add_vocab_size(cfg["vocab_size"])
+    if cfg.get("bos_token_id") is not None:
+        wr.add_bos_token_id(cfg["bos_token_id"])
+    if cfg.get("eos_token_id") is not None:
+        wr.add_eos_token_id(cfg["eos_token_id"])
+
+    def t2(gname, a):
+        add(wr, gname, a, types(gname))
+
+    if rp.get("rope_type") == "llama3":  # the converter's rope_freqs: a divisor per frequency
+        base, factor = rp["rope_theta"], rp.get("factor", 8.0)
+        lo, hi = rp.get("low_freq_factor", 1.0), rp.get("high_freq_factor", 4.0)
+        old = rp.get("original_max_position_embeddings", 8192)
+        freqs = 1.0 / (base ** (np.arange(0, Dh, 2, dtype=np.float32) / Dh))
+        factors = []
+        for f in freqs:
+            wl = 2 * np.pi / f
+            if wl < old / hi:
+                factors.append(1.0)
+            elif wl > old / lo:
+                factors.append(factor)
+            else:
+                s = (old / wl - lo) / (hi - lo)
+                factors.append(1 / ((1 - s) / factor + s))
+        add(wr, "rope_freqs.weight", np.array(factors, np.float32), T.F32)
+
+    t2("token_embd.weight", w["model.embed_tokens.weight"])
+    add(wr, "output_norm.weight", w["model.norm.weight"], T.F32)
+    if not cfg.get("tie_word_embeddings"):
+        t2("output.weight", w["lm_head.weight"])
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        b = f"blk.{i}."
+        q, k = w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"]
+        if permute_qk:
+            q, k = permute(q, H), permute(k, KVH)
+        t2(b + "attn_q.weight", q)
+        t2(b + "attn_k.weight", k)
+        t2(b + "attn_v.weight", w[p + "self_attn.v_proj.weight"])
+        for s, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
+            bias = w.get(p + f"self_attn.{s}_proj.bias")
+            if bias is not None:
+                if permute_qk and s in "qk":
+                    bias = permute(bias, H if s == "q" else KVH)
+                add(wr, b + g + ".bias", bias, T.F32)
+        t2(b + "attn_output.weight", w[p + "self_attn.o_proj.weight"])
+        t2(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"])
+        t2(b + "ffn_up.weight", w[p + "mlp.up_proj.weight"])
+        t2(b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])
+        add(wr, b + "attn_norm.weight", w[p + "input_layernorm.weight"], T.F32)
+        add(wr, b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"], T.F32)
+    write(wr)
+
+
+def gpt2(out):
+    cfg, w = read_model("gpt2")
+    wr = gguf.GGUFWriter(os.path.join(LM, "gguf", out), "gpt2")
+    d = cfg["n_embd"]
+    wr.add_context_length(cfg["n_positions"])
+    wr.add_embedding_length(d)
+    wr.add_block_count(cfg["n_layer"])
+    wr.add_feed_forward_length(cfg.get("n_inner") or 4 * d)
+    wr.add_head_count(cfg["n_head"])
+    wr.add_layer_norm_eps(cfg["layer_norm_epsilon"])
+    wr.add_vocab_size(cfg["vocab_size"])
+    wr.add_bos_token_id(cfg["bos_token_id"])
+    wr.add_eos_token_id(cfg["eos_token_id"])
+    g = lambda n: w.get("transformer." + n, w.get(n))  # noqa: E731
+    add(wr, "token_embd.weight", g("wte.weight"), T.F32)
+    add(wr, "position_embd.weight", g("wpe.weight"), T.F32)
+    add(wr, "output_norm.weight", g("ln_f.weight"), T.F32)
+    add(wr, "output_norm.bias", g("ln_f.bias"), T.F32)
+    for i in range(cfg["n_layer"]):
+        p, b = f"h.{i}.", f"blk.{i}."
+        for hf, gg in (("ln_1", "attn_norm"), ("ln_2", "ffn_norm")):
+            add(wr, b + gg + ".weight", g(p + hf + ".weight"), T.F32)
+            add(wr, b + gg + ".bias", g(p + hf + ".bias"), T.F32)
+        for hf, gg in (("attn.c_attn", "attn_qkv"), ("attn.c_proj", "attn_output"),
+                       ("mlp.c_fc", "ffn_up"), ("mlp.c_proj", "ffn_down")):
+            add(wr, b + gg + ".weight", g(p + hf + ".weight").T, T.F32)  # Conv1D: (in, out)
+            add(wr, b + gg + ".bias", g(p + hf + ".bias"), T.F32)
+    write(wr)
+
+
+def write(wr):
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+
+def main():
+    os.makedirs(os.path.join(LM, "gguf"), exist_ok=True)
+    q8 = lambda n: T.F32 if n == "token_embd.weight" else T.Q8_0  # noqa: E731
+    llama_like("llama", "llama", "llama_q8_0.gguf", q8, True)
+    llama_like("llama_gqa", "llama", "llama_gqa_f32.gguf", lambda n: T.F32, True)
+    mixed = lambda n: T.Q4_0 if ("attn_v" in n or "attn_output" in n) else T.Q8_0  # noqa: E731
+    llama_like("llama_gqa", "llama", "llama_gqa_mixed.gguf", mixed, True)
+    llama_like("qwen2", "qwen2", "qwen2_f32.gguf", lambda n: T.F32, False)
+    gpt2("gpt2_f32.gguf")
+
+
+if __name__ == "__main__":
+    main()
