@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "unicode.h"
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +99,12 @@ typedef struct buf {
 void clf__buf_put(buf *b, const char *s, size_t n);
 void clf__buf_str(buf *b, const char *s);
 void clf__buf_cp(buf *b, uint32_t c); /* one code point as UTF-8 */
+
+/* A tokenizer from tokenizer.json's parsed text (path names it in messages); the GGUF loader
+ * (bpe_gguf.c) builds such a description from a file's tokenizer.ggml.* metadata. */
+clf_status clf__bpe_from_json(const cJSON *j, const char *path, clf_bpe **out, clf_error *e);
+/* The split patterns clformer matches, as tokenizer.json spells them (after JSON decoding). */
+extern const char clf__bpe_gpt2_pattern[], clf__bpe_llama3_pattern[], clf__bpe_qwen2_pattern[];
 
 /* The id of token s[0 .. n), or -1. */
 int32_t clf__bpe_lookup(const clf_bpe *t, const char *s, size_t n);

@@ -282,12 +282,12 @@ static clf_status parse_normalizer(clf_bpe *t, const cJSON *n, clf_error *e) {
 }
 
 /* The split patterns clformer matches (as they appear in tokenizer.json after JSON decoding). */
-static const char k_gpt2_pattern[] =
+const char clf__bpe_gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-static const char k_llama3_pattern[] =
+const char clf__bpe_llama3_pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-static const char k_qwen2_pattern[] =
+const char clf__bpe_qwen2_pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
@@ -343,10 +343,10 @@ static clf_status parse_pre(clf_bpe *t, const cJSON *p, clf_error *e) {
         if (!re) return unsupported(e, "Split pattern", "(a plain string)");
         if (!beh || strcmp(beh, "Isolated") != 0 || bool_item(p, "invert", 0))
             return unsupported(e, "Split behavior", beh ? beh : "(none)");
-        t->split = strcmp(re, k_gpt2_pattern) == 0     ? SPLIT_GPT2
-                   : strcmp(re, k_llama3_pattern) == 0 ? SPLIT_LLAMA3
-                   : strcmp(re, k_qwen2_pattern) == 0  ? SPLIT_QWEN2
-                                                       : SPLIT_NONE;
+        t->split = strcmp(re, clf__bpe_gpt2_pattern) == 0     ? SPLIT_GPT2
+                   : strcmp(re, clf__bpe_llama3_pattern) == 0 ? SPLIT_LLAMA3
+                   : strcmp(re, clf__bpe_qwen2_pattern) == 0  ? SPLIT_QWEN2
+                                                              : SPLIT_NONE;
         return t->split ? CLF_SUCCESS : unsupported(e, "Split pattern", re);
     }
     return unsupported(e, "pre-tokenizer", *ty ? ty : "(untyped)");
@@ -531,6 +531,14 @@ clf_status clf_bpe_load(const char *path, clf_bpe **out, clf_error *e) {
         clf__bpe_err(e, "%s: not valid JSON", path);
         return CLF_ERROR_BAD_FORMAT;
     }
+    const clf_status st = clf__bpe_from_json(j, path, out, e);
+    cJSON_Delete(j);
+    return st;
+}
+
+clf_status clf__bpe_from_json(const cJSON *j, const char *path, clf_bpe **out, clf_error *e) {
+    clf__bpe_err(e, "%s", "");
+    *out = NULL;
     clf_bpe *t = calloc(1, sizeof(*t));
     clf_status st = t ? CLF_SUCCESS : CLF_ERROR_OUT_OF_MEMORY;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
@@ -565,7 +573,6 @@ clf_status clf_bpe_load(const char *path, clf_bpe **out, clf_error *e) {
         }
         byte_alphabet(t);
     }
-    cJSON_Delete(j);
     if (st == CLF_ERROR_OUT_OF_MEMORY) clf__bpe_err(e, "out of host memory");
     if (st != CLF_SUCCESS) {
         if (e && !e->message[0]) clf__bpe_err(e, "%s: cannot be read", path);

@@ -26,16 +26,21 @@ for m in gpt2 llama llama_gqa; do
     [ "$got" = "$nids" ] || { echo "$m: --ids gave '$got', transformers '$nids'"; exit 1; }
     echo "$m: ids and text match"
 done
-# GGUF files of the same models (tests/data/lm/gguf, the same weights): the same greedy ids and
-# text, with the folder's tokenizer.json through --tokenizer; a quantized file runs on ids.
+# GGUF files of the same models (tests/data/lm/gguf, the same weights, their tokenizer inside):
+# the same prompt ids, greedy ids and text; the folder's tokenizer.json through --tokenizer too.
+# A quantized file without a tokenizer runs on ids.
 for m in gpt2 llama_gqa; do
     { IFS= read -r prompt; IFS= read -r pids; IFS= read -r nids; IFS= read -r text; } <"$data/cli_$m.txt"
-    got=$("$gen" --model "$data/gguf/${m}_f32.gguf" --tokenizer "$data/$m/tokenizer.json" \
-        --max-new-tokens 12 --ignore-eos --print-ids "$prompt")
+    f=$data/gguf/${m}_f32.gguf
+    got=$("$gen" --model "$f" --tokenize "$prompt")
+    [ "$got" = "$pids" ] || { echo "$m GGUF: --tokenize gave '$got', tokenizers '$pids'"; exit 1; }
+    got=$("$gen" --model "$f" --max-new-tokens 12 --ignore-eos --print-ids "$prompt")
     [ "$got" = "$nids" ] || { echo "$m GGUF: generated ids '$got', transformers '$nids'"; exit 1; }
-    got=$("$gen" --model "$data/gguf/${m}_f32.gguf" --tokenizer "$data/$m/tokenizer.json" \
-        --max-new-tokens 12 --ignore-eos "$prompt")
+    got=$("$gen" --model "$f" --max-new-tokens 12 --ignore-eos "$prompt")
     [ "$got" = "$text" ] || { echo "$m GGUF: generated text '$got', transformers '$text'"; exit 1; }
+    got=$("$gen" --model "$f" --tokenizer "$data/$m/tokenizer.json" --max-new-tokens 12 \
+        --ignore-eos "$prompt")
+    [ "$got" = "$text" ] || { echo "$m GGUF --tokenizer: text '$got', transformers '$text'"; exit 1; }
     echo "$m GGUF: ids and text match"
 done
 got=$("$gen" --model "$data/gguf/llama_q8_0.gguf" --max-new-tokens 5 --ignore-eos --print-ids --ids "1 2 3")

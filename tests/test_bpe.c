@@ -66,14 +66,24 @@ static void expect_ids(const char *name, const char *text, const char *what, con
                  bad < wn ? (int)cJSON_GetArrayItem(want, (int)bad)->valuedouble : -1);
 }
 
-static void test_matches_tokenizers(void **state) {
-    (void)state;
+/* The tokenizer of a GGUF file (tests/data/bpe/<name>.gguf: the byte-level fixtures as llama.cpp's
+ * converter writes them, tools/make_lm_gguf_fixtures.py). */
+static clf_bpe *load_gguf(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/data/bpe/%s.gguf", CLF_SRC, name);
+    clf_bpe *t = NULL;
+    clf_error err;
+    if (clf_bpe_load_gguf(path, &t, &err) != CLF_SUCCESS) fail_msg("%s: %s", name, err.message);
+    return t;
+}
+
+static void matches_tokenizers(size_t first, size_t count, clf_bpe *(*loader)(const char *)) {
     const cJSON *texts = cJSON_GetObjectItem(g_cases, "texts");
     const cJSON *results = cJSON_GetObjectItem(g_cases, "results");
     int32_t ids[4096];
     char out[8192];
-    for (size_t k = 0; k < N_TOK; k++) {
-        clf_bpe *t = load(k_names[k]);
+    for (size_t k = first; k < first + count; k++) {
+        clf_bpe *t = loader(k_names[k]);
         const cJSON *rows = cJSON_GetObjectItem(results, k_names[k]);
         assert_int_equal(cJSON_GetArraySize(rows), cJSON_GetArraySize(texts));
         for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
@@ -113,6 +123,46 @@ static void test_matches_tokenizers(void **state) {
                          k_names[k], text, out, want);
         }
         clf_bpe_free(t);
+    }
+}
+
+static void test_matches_tokenizers(void **state) {
+    (void)state;
+    matches_tokenizers(0, N_TOK, load);
+}
+
+/* The byte-level ones (gpt2, llama3, qwen2: the first three) from GGUF files give tokenizers'
+ * ids, text and pieces as their tokenizer.json does; a file without a tokenizer, and one whose
+ * tokenizer is not a byte-level BPE, are refused with a message. */
+static void test_gguf_tokenizers(void **state) {
+    (void)state;
+    matches_tokenizers(0, 3, load_gguf);
+    clf_bpe *a = load("llama3"), *b = load_gguf("llama3");
+    assert_int_equal(clf_bpe_vocab_size(a), clf_bpe_vocab_size(b));
+    for (int64_t i = 0; i < clf_bpe_vocab_size(a); i++) {
+        assert_string_equal(clf_bpe_token(a, i), clf_bpe_token(b, i));
+        assert_int_equal(clf_bpe_is_special(a, i), clf_bpe_is_special(b, i));
+    }
+    clf_bpe_free(a);
+    clf_bpe_free(b);
+    static const struct {
+        const char *path; /* under tests/data */
+        clf_status st;
+        const char *says;
+    } refused[] = {
+        {"gguf/reader.gguf", CLF_ERROR_NOT_FOUND, "no tokenizer"},
+        {"lm/gguf/llama_q8_0.gguf", CLF_ERROR_NOT_FOUND, "no tokenizer"},
+        {"bpe/gpt2.json", CLF_ERROR_BAD_FORMAT, "GGUF"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/tests/data/%s", CLF_SRC, refused[i].path);
+        clf_bpe *t = (clf_bpe *)&t;
+        clf_error err;
+        assert_int_equal(clf_bpe_load_gguf(path, &t, &err), refused[i].st);
+        assert_null(t);
+        if (!strstr(err.message, refused[i].says))
+            fail_msg("%s: \"%s\" does not say %s", refused[i].path, err.message, refused[i].says);
     }
 }
 
@@ -251,9 +301,8 @@ static void test_bad_input(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_tokenizers),
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_stream_split_character),
+        cmocka_unit_test(test_matches_tokenizers), cmocka_unit_test(test_gguf_tokenizers),
+        cmocka_unit_test(test_round_trip),         cmocka_unit_test(test_stream_split_character),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests_name("bpe", tests, setup, teardown);

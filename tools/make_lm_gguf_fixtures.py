@@ -14,6 +14,10 @@ llama.cpp's convert_hf_to_gguf.py), into tests/data/lm/gguf/:
     gpt2_f32.gguf         gpt2 (tied, fused attn_qkv, position_embd): all F32, the Conv1D weights
                           transposed to (out, in) as the converter does
 
+gpt2_f32 and llama_gqa_f32 carry their tokenizer.json as the converter writes a byte-level BPE
+(tokenizer.ggml.model "gpt2", tokens, token types, merges, pre "gpt-2" / "llama-bpe"), and
+tests/data/bpe/{gpt2,llama3,qwen2}.gguf hold test_bpe's byte-level tokenizers the same way.
+
 Metadata: general.architecture and its <arch>.* hyperparameters (context_length,
 embedding_length, block_count, feed_forward_length, attention.head_count(_kv), the norm eps,
 rope.freq_base and rope.dimension_count), tokenizer.ggml.bos/eos_token_id from config.json;
@@ -82,7 +86,7 @@ def add(writer, name, a, t):
         writer.add_tensor(name, quants.quantize(a, t), raw_dtype=t)
 
 
-def llama_like(name, arch, out, types, permute_qk):
+def llama_like(name, arch, out, types, permute_qk, tokenizer=None):
     """types: a function of the GGUF tensor name (2-D tensors) giving its type."""
     cfg, w = read_model(name)
     H = cfg["num_attention_heads"]
@@ -102,8 +106,12 @@ def llama_like(name, arch, out, types, permute_qk):
     wr.add_rope_freq_base(rp.get("rope_theta", cfg.get("rope_theta", 10000.0)))
     wr.add_rope_dimension_count(Dh)
     wr.add_vocab_size(cfg["vocab_size"])
-    if cfg.get("bos_token_id") is not None:
-        wr.add_bos_token_id(cfg["bos_token_id"])
+    # the BOS id as the converter takes it: the tokenizer's (its template's), else config.json's
+    bos = add_bpe_tokenizer(wr, os.path.join(LM, name, "tokenizer.json"), tokenizer) if tokenizer else None
+    if bos is None:
+        bos = cfg.get("bos_token_id")
+    if bos is not None:
+        wr.add_bos_token_id(bos)
     if cfg.get("eos_token_id") is not None:
         wr.add_eos_token_id(cfg["eos_token_id"])
 
@@ -168,6 +176,7 @@ def gpt2(out):
     wr.add_vocab_size(cfg["vocab_size"])
     wr.add_bos_token_id(cfg["bos_token_id"])
     wr.add_eos_token_id(cfg["eos_token_id"])
+    add_bpe_tokenizer(wr, os.path.join(LM, "gpt2", "tokenizer.json"), "gpt-2")
     g = lambda n: w.get("transformer." + n, w.get(n))  # noqa: E731
     add(wr, "token_embd.weight", g("wte.weight"), T.F32)
     add(wr, "position_embd.weight", g("wpe.weight"), T.F32)
@@ -185,6 +194,53 @@ def gpt2(out):
     write(wr)
 
 
+# tokenizer.json's byte-level BPE as llama.cpp's converter writes it (its _set_vocab_gpt2): the
+# tokens in id order, their types (added special tokens CONTROL, other added ones USER_DEFINED,
+# the rest NORMAL), the merges as "left right", the pre-tokenizer's name, and whether the
+# template adds a BOS token.
+PRE_NAMES = {"gpt2": "gpt-2", "llama3": "llama-bpe", "qwen2": "qwen2"}
+
+
+def add_bpe_tokenizer(wr, path, pre):
+    t = json.load(open(path))
+    vocab = dict(t["model"]["vocab"])
+    added = {a["content"]: a for a in t["added_tokens"]}
+    for a in t["added_tokens"]:
+        vocab[a["content"]] = a["id"]
+    n = max(vocab.values()) + 1
+    tokens = [f"[PAD{i}]" for i in range(n)]
+    types = [gguf.TokenType.UNUSED] * n
+    for tok, i in vocab.items():
+        tokens[i] = tok
+        a = added.get(tok)
+        types[i] = gguf.TokenType.NORMAL if a is None else (
+            gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in t["model"]["merges"]]
+    wr.add_tokenizer_model("gpt2")
+    wr.add_tokenizer_pre(pre)
+    wr.add_token_list(tokens)
+    wr.add_token_types(types)
+    wr.add_token_merges(merges)
+    post = json.dumps(t.get("post_processor"))
+    bos = None
+    for a in t["added_tokens"]:
+        if a["special"] and ('"id": "%s"' % a["content"]) in post:
+            bos = a["id"]
+    wr.add_add_bos_token(bos is not None)
+    return bos
+
+
+def bpe_files():
+    """tests/data/bpe/<name>.gguf: the byte-level BPE fixtures of test_bpe, tokenizer only."""
+    bpe = os.path.join(ROOT, "tests", "data", "bpe")
+    for name, pre in PRE_NAMES.items():
+        wr = gguf.GGUFWriter(os.path.join(bpe, name + ".gguf"), "llama")
+        bos = add_bpe_tokenizer(wr, os.path.join(bpe, name + ".json"), pre)
+        if bos is not None:
+            wr.add_bos_token_id(bos)
+        write(wr)
+
+
 def write(wr):
     wr.write_header_to_file()
     wr.write_kv_data_to_file()
@@ -196,11 +252,12 @@ def main():
     os.makedirs(os.path.join(LM, "gguf"), exist_ok=True)
     q8 = lambda n: T.F32 if n == "token_embd.weight" else T.Q8_0  # noqa: E731
     llama_like("llama", "llama", "llama_q8_0.gguf", q8, True)
-    llama_like("llama_gqa", "llama", "llama_gqa_f32.gguf", lambda n: T.F32, True)
+    llama_like("llama_gqa", "llama", "llama_gqa_f32.gguf", lambda n: T.F32, True, "llama-bpe")
     mixed = lambda n: T.Q4_0 if ("attn_v" in n or "attn_output" in n) else T.Q8_0  # noqa: E731
     llama_like("llama_gqa", "llama", "llama_gqa_mixed.gguf", mixed, True)
     llama_like("qwen2", "qwen2", "qwen2_f32.gguf", lambda n: T.F32, False)
     gpt2("gpt2_f32.gguf")
+    bpe_files()
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@
  *
  * Streams the generated text to standard output as it is produced (the prompt is not repeated).
  * The folder needs config.json and model.safetensors (or its shards); tokenizer.json for text
- * prompts and text output. A GGUF file keeps its stored weight types; the tokenizer inside it is
- * not read yet (give --tokenizer, a tokenizer.json, for text).
+ * prompts and text output. A GGUF file keeps its stored weight types and brings its own
+ * tokenizer (a byte-level BPE; --tokenizer gives a tokenizer.json instead).
  */
 #include "clformer/clformer.h"
 
@@ -28,8 +28,8 @@ static void usage(FILE *f) {
             "                           shards), tokenizer.json (for text)\n"
             "  --model FILE.gguf        llama.cpp's format (llama, qwen2, gpt2; weights F32, F16,\n"
             "                           BF16, Q8_0, Q4_0, Q4_K, Q6_K kept as stored)\n"
-            "  --tokenizer FILE         tokenizer.json (default: the folder's; a GGUF file's own\n"
-            "                           tokenizer is not read yet)\n"
+            "  --tokenizer FILE         tokenizer.json (default: the folder's, or the GGUF\n"
+            "                           file's own)\n"
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
@@ -193,15 +193,16 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    /* the tokenizer, when there is one (required for text in or out) */
+    /* the tokenizer, when there is one (required for text in or out): --tokenizer's, else the
+     * folder's tokenizer.json or the GGUF file's own */
     char path[4096];
     struct stat sb;
-    if (tok_path)
-        snprintf(path, sizeof(path), "%s", tok_path);
-    else if (stat(model, &sb) == 0 && S_ISREG(sb.st_mode)) /* a GGUF file: none beside it */
-        snprintf(path, sizeof(path), "(--tokenizer, for the GGUF file %s)", model);
-    else
-        snprintf(path, sizeof(path), "%s/tokenizer.json", model);
+    const int gguf = !tok_path && stat(model, &sb) == 0 && S_ISREG(sb.st_mode);
+    snprintf(path, sizeof(path),
+             tok_path ? "%s"
+             : gguf   ? "%s"
+                      : "%s/tokenizer.json",
+             tok_path ? tok_path : model);
     clf_bpe *tok = NULL;
     clf_error msg = {""};
     const int need_tok = tokenize || prompt || !print_ids;
@@ -211,15 +212,21 @@ int main(int argc, char **argv) {
     clf_context *ctx = NULL;
     clf_lm *m = NULL;
     run r = {NULL, NULL, print_ids, 0, 0.0, 0};
-    if (stat(path, &sb) == 0 && clf_bpe_load(path, &tok, &msg) != CLF_SUCCESS && need_tok) {
-        fprintf(stderr, "clformer-generate: %s\n", msg.message);
+    clf_status ts = CLF_ERROR_NOT_FOUND;
+    if (gguf)
+        ts = clf_bpe_load_gguf(path, &tok, &msg);
+    else if (stat(path, &sb) == 0)
+        ts = clf_bpe_load(path, &tok, &msg);
+    if (ts != CLF_SUCCESS && ts != CLF_ERROR_NOT_FOUND && need_tok) {
+        fprintf(stderr, "clformer-generate: %s%s\n", msg.message,
+                gguf ? " (give a tokenizer.json with --tokenizer)" : "");
         goto done;
     }
     if (!tok && need_tok) {
         fprintf(stderr,
-                "clformer-generate: %s is missing: a text prompt, --tokenize and text output "
-                "need it (use --ids and --print-ids without one)\n",
-                path);
+                "clformer-generate: %s %s: a text prompt, --tokenize and text output need a "
+                "tokenizer (--tokenizer FILE; or use --ids and --print-ids)\n",
+                path, gguf ? "has no tokenizer" : "is missing");
         goto done;
     }
     r.tok = tok;
