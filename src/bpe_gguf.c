@@ -1,16 +1,21 @@
 /*
- * bpe_gguf.c — a GGUF file's own tokenizer (tokenizer.ggml.*). A byte-level BPE (model "gpt2":
- * tokens, token types, merges, the pre-tokenizer by name) is translated into the pipeline
+ * bpe_gguf.c — a GGUF file's own tokenizer (tokenizer.ggml.*), translated into the pipeline
  * description its tokenizer.json would hold, then built by tokenizer.json's loader
- * (clf__bpe_from_json), so the checks, the encoder and the decoder are the same:
+ * (clf__bpe_from_json), so the checks, the encoder and the decoder are the same.
+ *
+ * Byte-level BPE (model "gpt2": GPT-2, Llama 3, Qwen2 ...):
  *   tokens            the vocabulary (id = index); UNUSED ones left out
  *   token_type        CONTROL tokens become special added tokens, USER_DEFINED plain added ones
  *                     (matched in the text before pre-tokenization, as tokenizers does)
  *   merges            "left right", in rank order
  *   pre               gpt-2 (GPT-2's split), llama-bpe (Llama 3's), qwen2 (Qwen2's, after NFC)
  *   add_bos_token     the template (bos_token_id first), add_eos_token likewise at the end
- * SentencePiece's model ("llama": tokens with scores, no merges: Llama 2, Mistral 7B) is refused
- * with a message for now.
+ * SentencePiece (model "llama": Llama 2, Mistral 7B): tokens with scores and no merges, as
+ * Hugging Face's converter turns a sentencepiece model into a BPE: every split of a piece into
+ * two pieces is a merge, ranked by the piece's score (highest first; ties by the piece's id, then
+ * the parts' ids); byte fallback to the <0xXX> (BYTE) pieces, unknown pieces to the UNKNOWN one;
+ * U+2581 for spaces and one in front of the text (add_space_prefix, default on); CONTROL and
+ * UNKNOWN pieces special added tokens; BOS added unless add_bos_token says no.
  */
 #include "bpe.h"
 
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TT_UNKNOWN      2
 #define TT_CONTROL      3
 #define TT_USER_DEFINED 4
 #define TT_UNUSED       5
@@ -84,15 +90,16 @@ static clf_status pipeline(cJSON *root, const char *pre, const char *path, clf_e
 }
 
 /* tokenizer.ggml.add_<which>_token (absent: 0) and <which>_token_id; the token's name. */
-static clf_status template_token(const clf_gguf *g, const char *which, const char *path,
-                                 const cJSON *vocab_names, int *add, const char **name,
-                                 clf_error *e) {
+static clf_status template_token(const clf_gguf *g, const char *which, int fallback,
+                                 const char *path, const cJSON *vocab_names, int *add,
+                                 const char **name, clf_error *e) {
     char key[64];
-    int64_t v = 0, id = -1;
+    int64_t v = fallback, id = -1;
     snprintf(key, sizeof(key), "tokenizer.ggml.add_%s_token", which);
     *add = 0;
     *name = NULL;
-    if (clf_gguf_get_int(g, key, &v, NULL) != CLF_SUCCESS || !v) return CLF_SUCCESS;
+    if (clf_gguf_get_int(g, key, &v, NULL) != CLF_SUCCESS) v = fallback;
+    if (!v) return CLF_SUCCESS;
     snprintf(key, sizeof(key), "tokenizer.ggml.%s_token_id", which);
     if (clf_gguf_get_int(g, key, &id, NULL) != CLF_SUCCESS || id < 0 ||
         id >= cJSON_GetArraySize(vocab_names) ||
@@ -106,12 +113,12 @@ static clf_status template_token(const clf_gguf *g, const char *which, const cha
 }
 
 /* The TemplateProcessing that adds BOS / EOS as the file says. */
-static clf_status post(const clf_gguf *g, cJSON *root, const cJSON *names, const char *path,
-                       clf_error *e) {
+static clf_status post(const clf_gguf *g, cJSON *root, const cJSON *names, int spm,
+                       const char *path, clf_error *e) {
     int add_bos, add_eos;
     const char *bos, *eos;
-    CLF_TRY_E(template_token(g, "bos", path, names, &add_bos, &bos, e));
-    CLF_TRY_E(template_token(g, "eos", path, names, &add_eos, &eos, e));
+    CLF_TRY_E(template_token(g, "bos", spm, path, names, &add_bos, &bos, e));
+    CLF_TRY_E(template_token(g, "eos", 0, path, names, &add_eos, &eos, e));
     if (!add_bos && !add_eos) return CLF_SUCCESS;
     cJSON *p = cJSON_AddObjectToObject(root, "post_processor");
     cJSON *single = p ? cJSON_AddArrayToObject(p, "single") : NULL;
@@ -129,8 +136,113 @@ static clf_status post(const clf_gguf *g, cJSON *root, const cJSON *names, const
     return CLF_SUCCESS;
 }
 
-/* The tokenizer.json description of g's byte-level BPE into root. */
-static clf_status describe(const clf_gguf *g, const char *path, cJSON *root, clf_error *e) {
+/* SentencePiece's pipeline as Hugging Face's Llama converter writes it. */
+static clf_status spm_pipeline(const clf_gguf *g, cJSON *root, cJSON *model, const char *unk) {
+    int64_t prefix = 1;
+    if (clf_gguf_get_int(g, "tokenizer.ggml.add_space_prefix", &prefix, NULL) != CLF_SUCCESS)
+        prefix = 1;
+    cJSON_AddBoolToObject(model, "byte_fallback", 1);
+    cJSON_AddBoolToObject(model, "fuse_unk", 1);
+    if (unk) cJSON_AddStringToObject(model, "unk_token", unk);
+    cJSON *norm = cJSON_AddObjectToObject(root, "normalizer");
+    cJSON *nl = norm ? cJSON_AddArrayToObject(norm, "normalizers") : NULL;
+    cJSON *dec = cJSON_AddObjectToObject(root, "decoder");
+    cJSON *dl = dec ? cJSON_AddArrayToObject(dec, "decoders") : NULL;
+    if (!nl || !dl) return CLF_ERROR_OUT_OF_MEMORY;
+    cJSON_AddStringToObject(norm, "type", "Sequence");
+    cJSON_AddStringToObject(dec, "type", "Sequence");
+    cJSON *x;
+    if (prefix) {
+        cJSON_AddItemToArray(nl, x = cJSON_CreateObject());
+        cJSON_AddStringToObject(x, "type", "Prepend");
+        cJSON_AddStringToObject(x, "prepend", "\xe2\x96\x81");
+    }
+    cJSON_AddItemToArray(nl, x = cJSON_CreateObject());
+    cJSON_AddStringToObject(x, "type", "Replace");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(x, "pattern"), "String", " ");
+    cJSON_AddStringToObject(x, "content", "\xe2\x96\x81");
+    cJSON_AddItemToArray(dl, x = cJSON_CreateObject());
+    cJSON_AddStringToObject(x, "type", "Replace");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(x, "pattern"), "String", "\xe2\x96\x81");
+    cJSON_AddStringToObject(x, "content", " ");
+    cJSON_AddItemToArray(dl, x = cJSON_CreateObject());
+    cJSON_AddStringToObject(x, "type", "ByteFallback");
+    cJSON_AddItemToArray(dl, x = cJSON_CreateObject());
+    cJSON_AddStringToObject(x, "type", "Fuse");
+    if (prefix) {
+        cJSON_AddItemToArray(dl, x = cJSON_CreateObject());
+        cJSON_AddStringToObject(x, "type", "Strip");
+        cJSON_AddStringToObject(x, "content", " ");
+        cJSON_AddNumberToObject(x, "start", 1);
+        cJSON_AddNumberToObject(x, "stop", 0);
+    }
+    return CLF_SUCCESS;
+}
+
+typedef struct spm_merge {
+    float score;
+    int32_t piece, left, right;
+} spm_merge;
+
+static int by_rank(const void *pa, const void *pb) {
+    const spm_merge *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->piece != b->piece) return a->piece < b->piece ? -1 : 1;
+    if (a->left != b->left) return a->left < b->left ? -1 : 1;
+    return a->right < b->right ? -1 : a->right > b->right;
+}
+
+/* SentencePiece's merges into root's model (see the top): the pieces looked up in a tokenizer
+ * built from root without them. */
+static clf_status spm_merges(const clf_gguf *g, cJSON *root, const cJSON *names, const char *path,
+                             clf_error *e) {
+    clf_bpe *t = NULL;
+    CLF_TRY_E(clf__bpe_from_json(root, path, &t, e));
+    const int n = cJSON_GetArraySize(names);
+    size_t cap = 1024, count = 0;
+    spm_merge *m = malloc(sizeof(spm_merge) * cap);
+    clf_status st = m ? CLF_SUCCESS : CLF_ERROR_OUT_OF_MEMORY;
+    for (int id = 0; id < n && st == CLF_SUCCESS; id++) {
+        const cJSON *nm = cJSON_GetArrayItem(names, id);
+        double score;
+        if (!cJSON_IsString(nm)) continue;
+        if (clf_gguf_array_float(g, "tokenizer.ggml.scores", (uint64_t)id, &score, NULL) !=
+            CLF_SUCCESS) {
+            st = bad(e, CLF_ERROR_BAD_FORMAT, path, "unreadable score");
+            break;
+        }
+        const char *p = nm->valuestring;
+        const size_t len = strlen(p);
+        for (size_t k = 1; k < len; k++) {
+            if (((unsigned char)p[k] & 0xC0) == 0x80) continue; /* inside a character */
+            const int32_t l = clf__bpe_lookup(t, p, k), r = clf__bpe_lookup(t, p + k, len - k);
+            if (l < 0 || r < 0) continue;
+            if (count == cap) {
+                spm_merge *grown = realloc(m, sizeof(spm_merge) * (cap *= 2));
+                if (!grown) {
+                    st = CLF_ERROR_OUT_OF_MEMORY;
+                    break;
+                }
+                m = grown;
+            }
+            m[count++] = (spm_merge){(float)score, id, l, r};
+        }
+    }
+    if (st == CLF_SUCCESS) qsort(m, count, sizeof(spm_merge), by_rank);
+    cJSON *merges = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(root, "model"), "merges");
+    for (size_t i = 0; i < count && st == CLF_SUCCESS; i++) {
+        const char *pair[2] = {clf_bpe_token(t, m[i].left), clf_bpe_token(t, m[i].right)};
+        cJSON *x = cJSON_CreateStringArray(pair, 2);
+        if (!x || !cJSON_AddItemToArray(merges, x)) st = CLF_ERROR_OUT_OF_MEMORY;
+    }
+    free(m);
+    clf_bpe_free(t);
+    return st;
+}
+
+/* The tokenizer.json description of g's tokenizer (spm: SentencePiece's) into root. */
+static clf_status describe(const clf_gguf *g, int spm, const char *path, cJSON *root,
+                           clf_error *e) {
     clf_gguf_type et, tt = CLF_GGUF_I32;
     uint64_t n = 0, nt = 0, nm = 0;
     if (clf_gguf_get_array(g, "tokenizer.ggml.tokens", &et, &n, NULL) != CLF_SUCCESS ||
@@ -141,9 +253,15 @@ static clf_status describe(const clf_gguf *g, const char *path, cJSON *root, clf
     if (has_types && nt != n)
         return bad(e, CLF_ERROR_BAD_FORMAT, path,
                    "tokenizer.ggml.token_type must give one type per token");
-    if (clf_gguf_get_array(g, "tokenizer.ggml.merges", &et, &nm, NULL) != CLF_SUCCESS ||
-        et != CLF_GGUF_STRING)
+    if (!spm && (clf_gguf_get_array(g, "tokenizer.ggml.merges", &et, &nm, NULL) != CLF_SUCCESS ||
+                 et != CLF_GGUF_STRING))
         return bad(e, CLF_ERROR_BAD_FORMAT, path, "tokenizer.ggml.merges must be strings");
+    uint64_t ns = 0;
+    if (spm && (clf_gguf_get_array(g, "tokenizer.ggml.scores", &et, &ns, NULL) != CLF_SUCCESS ||
+                ns != n || et == CLF_GGUF_STRING || et == CLF_GGUF_ARRAY))
+        return bad(e, CLF_ERROR_BAD_FORMAT, path,
+                   "tokenizer.ggml.scores must give one number per token");
+    const char *unk = NULL; /* SentencePiece's UNKNOWN piece */
     cJSON *model = cJSON_AddObjectToObject(root, "model");
     cJSON *vocab = model ? cJSON_AddObjectToObject(model, "vocab") : NULL;
     cJSON *merges = model ? cJSON_AddArrayToObject(model, "merges") : NULL;
@@ -174,14 +292,17 @@ static clf_status describe(const clf_gguf *g, const char *path, cJSON *root, clf
             cJSON_AddItemToArray(names, cJSON_CreateNull());
             continue;
         }
-        cJSON_AddItemToArray(names, cJSON_CreateString(tok));
-        if (type == TT_CONTROL || type == TT_USER_DEFINED) {
+        cJSON *name = cJSON_CreateString(tok);
+        cJSON_AddItemToArray(names, name);
+        const int special = type == TT_CONTROL || (spm && type == TT_UNKNOWN);
+        if (spm && type == TT_UNKNOWN && !unk && name) unk = name->valuestring;
+        if (special || type == TT_USER_DEFINED) {
             cJSON *a = cJSON_CreateObject();
             if (!a) st = CLF_ERROR_OUT_OF_MEMORY;
             cJSON_AddItemToArray(added, a);
             cJSON_AddStringToObject(a, "content", tok);
             cJSON_AddNumberToObject(a, "id", (double)i);
-            cJSON_AddBoolToObject(a, "special", type == TT_CONTROL);
+            cJSON_AddBoolToObject(a, "special", special);
         } else if (!cJSON_AddNumberToObject(vocab, tok, (double)i)) {
             st = CLF_ERROR_OUT_OF_MEMORY;
         }
@@ -199,6 +320,13 @@ static clf_status describe(const clf_gguf *g, const char *path, cJSON *root, clf
             st = CLF_ERROR_OUT_OF_MEMORY;
         free(m);
     }
+    if (spm) {
+        if (st == CLF_SUCCESS) st = spm_pipeline(g, root, model, unk);
+        if (st == CLF_SUCCESS) st = spm_merges(g, root, names, path, e);
+        if (st == CLF_SUCCESS) st = post(g, root, names, 1, path, e);
+        cJSON_Delete(names);
+        return st;
+    }
     char pre[64] = "gpt-2"; /* llama.cpp's "default" split is GPT-2's */
     const char *ps;
     size_t pl;
@@ -207,7 +335,7 @@ static clf_status describe(const clf_gguf *g, const char *path, cJSON *root, clf
         !(pl == 7 && memcmp(ps, "default", 7) == 0))
         snprintf(pre, sizeof(pre), "%.*s", (int)(pl < sizeof(pre) ? pl : sizeof(pre) - 1), ps);
     if (st == CLF_SUCCESS) st = pipeline(root, pre, path, e);
-    if (st == CLF_SUCCESS) st = post(g, root, names, path, e);
+    if (st == CLF_SUCCESS) st = post(g, root, names, 0, path, e);
     cJSON_Delete(names);
     return st;
 }
@@ -223,15 +351,16 @@ clf_status clf_bpe_load_gguf(const char *path, clf_bpe **out, clf_error *e) {
     size_t ml;
     if (clf_gguf_get_string(g, "tokenizer.ggml.model", &model, &ml, NULL) != CLF_SUCCESS) {
         st = bad(e, CLF_ERROR_NOT_FOUND, path, "no tokenizer (tokenizer.ggml.model)");
-    } else if (!(ml == 4 && memcmp(model, "gpt2", 4) == 0)) {
+    } else if (!(ml == 4 && memcmp(model, "gpt2", 4) == 0) &&
+               !(ml == 5 && memcmp(model, "llama", 5) == 0)) {
         clf__bpe_err(e,
                      "%s: tokenizer.ggml.model \"%.*s\" is not supported (gpt2, a byte-level BPE, "
-                     "is; SentencePiece's llama is not yet)",
+                     "and llama, SentencePiece's, are)",
                      path, (int)(ml > 40 ? 40 : ml), model);
         st = CLF_ERROR_UNSUPPORTED;
     } else {
         cJSON *root = cJSON_CreateObject();
-        st = root ? describe(g, path, root, e) : CLF_ERROR_OUT_OF_MEMORY;
+        st = root ? describe(g, ml == 5, path, root, e) : CLF_ERROR_OUT_OF_MEMORY;
         if (st == CLF_SUCCESS) st = clf__bpe_from_json(root, path, out, e);
         cJSON_Delete(root);
     }

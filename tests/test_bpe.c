@@ -166,6 +166,46 @@ static void test_gguf_tokenizers(void **state) {
     }
 }
 
+/* SentencePiece's model from a GGUF file (tests/data/bpe/spm.gguf, tools/make_spm_fixtures.py:
+ * a BPE model the sentencepiece package trained as Llama's was set up, written as llama.cpp's
+ * converter writes Llama 2's) gives sentencepiece's own ids and decoding (spm_cases.json), and
+ * BOS in front with the template. */
+static void test_gguf_sentencepiece(void **state) {
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/data/bpe/spm_cases.json", CLF_SRC);
+    char *text = harness_slurp(path);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    assert_non_null(j);
+    clf_bpe *t = load_gguf("spm");
+    const int bos = (int)cJSON_GetObjectItem(j, "bos")->valuedouble;
+    const cJSON *c;
+    int32_t ids[4096];
+    char out[8192];
+    int cases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "cases")) {
+        const char *s = cJSON_GetObjectItem(c, "text")->valuestring;
+        int64_t n;
+        size_t len;
+        clf_error err;
+        BPE_OK(clf_bpe_encode(t, s, 0, ids, 4096, &n, &err));
+        expect_ids("spm", s, "ids", ids, n, cJSON_GetObjectItem(c, "ids"));
+        BPE_OK(clf_bpe_decode(t, ids, n, 0, out, sizeof(out), &len, &err));
+        const char *want = cJSON_GetObjectItem(c, "decoded")->valuestring;
+        if (strcmp(out, want) != 0)
+            fail_msg("spm decode of \"%s\": \"%s\", sentencepiece \"%s\"", s, out, want);
+        BPE_OK(clf_bpe_encode(t, s, 1, ids, 4096, &n, &err));
+        assert_true(n >= 1);
+        assert_int_equal(ids[0], bos);
+        cases++;
+    }
+    assert_true(cases >= 20);
+    clf_bpe_free(t);
+    cJSON_Delete(j);
+}
+
 /* The byte-level tokenizers without a normalizer (gpt2, llama3) round-trip every text exactly
  * (qwen2's NFC turns decomposed text into composed text). */
 static void test_round_trip(void **state) {
@@ -301,9 +341,9 @@ static void test_bad_input(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_tokenizers), cmocka_unit_test(test_gguf_tokenizers),
-        cmocka_unit_test(test_round_trip),         cmocka_unit_test(test_stream_split_character),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_matches_tokenizers),     cmocka_unit_test(test_gguf_tokenizers),
+        cmocka_unit_test(test_gguf_sentencepiece),     cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_stream_split_character), cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests_name("bpe", tests, setup, teardown);
 }

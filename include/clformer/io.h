@@ -198,10 +198,11 @@ CLF_API clf_status clf_tokenizer_encode(const clf_tokenizer *tok, const char *te
 typedef struct clf_bpe clf_bpe;
 
 CLF_API clf_status clf_bpe_load(const char *path, clf_bpe **out, clf_error *err);
-/* The tokenizer inside a GGUF model file (tokenizer.ggml.*), as llama.cpp's converter writes a
- * byte-level BPE (model "gpt2"; pre-tokenizer gpt-2, llama-bpe or qwen2): the same tokenizer as
- * the model's tokenizer.json. CLF_ERROR_NOT_FOUND when the file has none; SentencePiece's model
- * ("llama": Llama 2, Mistral 7B) is CLF_ERROR_UNSUPPORTED for now. */
+/* The tokenizer inside a GGUF model file (tokenizer.ggml.*) as llama.cpp's converter writes it:
+ * a byte-level BPE (model "gpt2"; pre-tokenizer gpt-2, llama-bpe or qwen2), the same tokenizer as
+ * the model's tokenizer.json; or SentencePiece's (model "llama": Llama 2, Mistral 7B), as a BPE
+ * whose merges come from the pieces' scores, as Hugging Face converts it. CLF_ERROR_NOT_FOUND
+ * when the file has none; other models and pre-tokenizers are CLF_ERROR_UNSUPPORTED. */
 CLF_API clf_status clf_bpe_load_gguf(const char *path, clf_bpe **out, clf_error *err);
 CLF_API void clf_bpe_free(clf_bpe *t);
 /* One more than the largest id (model vocabulary and added tokens). */
