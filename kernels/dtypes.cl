@@ -12,8 +12,8 @@
  *                        scalar form
  * and a plain type (DT_BLOCK 1) also stype (its element type: float, half, or ushort for BF16)
  * and SLOAD(i, p) / SLOAD1(i, p): VW elements at p + i VW as a floatV / element i as a float.
- * Scales are read with vload_half (core OpenCL): no type needs cl_khr_fp16, sub-groups or an
- * integer dot-product extension.
+ * Scales are fp16 bits converted with integer operations (clf_scale; core OpenCL): no type needs
+ * cl_khr_fp16, sub-groups or an integer dot-product extension.
  */
 #ifndef DT
 #define DT CLF_DT_F32
@@ -49,6 +49,29 @@ CLF_BYTE_HELPERS(2)
 CLF_BYTE_HELPERS(4)
 CLF_BYTE_HELPERS(8)
 CLF_BYTE_HELPERS(16)
+
+/* The fp16 at element i of p (2-byte aligned) as a float, exactly (subnormals, inf and nan too),
+ * with integer operations: a block's scale. PoCL's vload_half is a 17-instruction scalar routine
+ * on x86, more than the 32 weights it scales take (an F16C conversion is one instruction, which
+ * OpenCL C cannot ask for without cl_khr_fp16); on GPUs this is a few ALU operations per block. */
+static inline float clf_scale(const __global uchar *p, int i) {
+    const uint h = ((const __global ushort *)p)[i];
+    const uint a = (h & 0x7fffu) << 13;  /* exponent and mantissa at a float's place */
+    const uint e = a & 0x0f800000u;      /* the fp16 exponent field */
+    float f = as_float(a + 0x38000000u); /* normal: exponent rebiased by 127 - 15 */
+    f = e == 0x0f800000u ? as_float(a + 0x70000000u) : f;   /* inf, nan: exponent 255 */
+    f = e == 0u ? as_float(a + 0x38800000u) - 0x1p-14f : f; /* subnormal: (1 + m) 2^-14 - 2^-14 */
+    return as_float(as_uint(f) | ((h & 0x8000u) << 16));
+}
+
+/* clf_scale's conversion of 16 fp16 bit patterns at once (the panels' scales, 16 columns). */
+static inline float16 clf_half16(uint16 h) {
+    const uint16 a = (h & 0x7fffu) << 13, e = a & 0x0f800000u;
+    float16 f = as_float16(a + 0x38000000u);
+    f = select(f, as_float16(a + 0x70000000u), e == 0x0f800000u);
+    f = select(f, as_float16(a + 0x38800000u) - 0x1p-14f, e == 0u);
+    return as_float16(as_uint16(f) | ((h & 0x8000u) << 16));
+}
 
 /* BF16: the top half of a float. */
 static inline float clf_bf16_1(const __global ushort *p) {
@@ -101,8 +124,7 @@ CLF_BF16_HELPER(16)
 #define DT_LOAD(N)                                                                                 \
     static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
         const __global uchar *b = row + (i >> 5) * 34;                                             \
-        return vload_half(0, (const __global half *)b) *                                           \
-               clf_i8_##N((const __global char *)(b + 2 + (i & 31)));                              \
+        return clf_scale(b, 0) * clf_i8_##N((const __global char *)(b + 2 + (i & 31)));            \
     }
 
 #elif DT == CLF_DT_Q4_0
@@ -114,8 +136,7 @@ CLF_BF16_HELPER(16)
     static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
         const __global uchar *b = row + (i >> 5) * 18;                                             \
         const int e = i & 31;                                                                      \
-        return vload_half(0, (const __global half *)b) *                                           \
-               (clf_u4_##N(b + 2 + (e & 15), (e >> 4) * 4) - 8.0f);                                \
+        return clf_scale(b, 0) * (clf_u4_##N(b + 2 + (e & 15), (e >> 4) * 4) - 8.0f);              \
     }
 
 #elif DT == CLF_DT_Q4_K
@@ -133,8 +154,8 @@ static inline int2 clf_q4k_scale_min(const __global uchar *q, int s) {
         const __global uchar *b = row + (i >> 8) * 144;                                            \
         const int e = i & 255, s = e >> 5;                                                         \
         const int2 sm = clf_q4k_scale_min(b + 4, s);                                               \
-        const float d = vload_half(0, (const __global half *)b) * (float)sm.x;                     \
-        const float m = vload_half(1, (const __global half *)b) * (float)sm.y;                     \
+        const float d = clf_scale(b, 0) * (float)sm.x;                                             \
+        const float m = clf_scale(b, 1) * (float)sm.y;                                             \
         return d * clf_u4_##N(b + 16 + 32 * (s >> 1) + (e & 31), (s & 1) * 4) - m;                 \
     }
 
@@ -148,8 +169,8 @@ static inline int2 clf_q4k_scale_min(const __global uchar *q, int s) {
     static inline float##N dt_load##N(const __global uchar *row, int i) {                          \
         const __global uchar *b = row + (i >> 8) * 210;                                            \
         const int e = i & 255, h = e >> 7, q = (e >> 5) & 3, l = e & 31;                           \
-        const float d = vload_half(104, (const __global half *)b) *                                \
-                        (float)((const __global char *)b)[192 + 8 * h + 2 * q + (l >> 4)];         \
+        const float d =                                                                            \
+            clf_scale(b, 104) * (float)((const __global char *)b)[192 + 8 * h + 2 * q + (l >> 4)]; \
         return d * clf_q6_##N(b + 64 * h + 32 * (q & 1) + l, (q >> 1) * 4, b + 128 + 32 * h + l,   \
                               2 * q);                                                              \
     }
@@ -173,7 +194,7 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
     *w0 = clf_i8_16((const __global char *)(b + 2));
     *w1 = clf_i8_16((const __global char *)(b + 18));
     *m = 0.0f;
-    return vload_half(0, (const __global half *)b);
+    return clf_scale(b, 0);
 }
 #elif DT == CLF_DT_Q4_0
 static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
@@ -183,7 +204,7 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
     *w0 = convert_float16(q & (uchar)15) - 8.0f;
     *w1 = convert_float16(q >> (uchar)4) - 8.0f;
     *m = 0.0f;
-    return vload_half(0, (const __global half *)b);
+    return clf_scale(b, 0);
 }
 #elif DT == CLF_DT_Q4_K
 static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
@@ -194,8 +215,8 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
     const int shift = (s & 1) * 4;
     *w0 = clf_u4_16(b + 16 + 32 * (s >> 1), shift);
     *w1 = clf_u4_16(b + 16 + 32 * (s >> 1) + 16, shift);
-    *m = vload_half(1, (const __global half *)b) * (float)sm.y;
-    return vload_half(0, (const __global half *)b) * (float)sm.x;
+    *m = clf_scale(b, 1) * (float)sm.y;
+    return clf_scale(b, 0) * (float)sm.x;
 }
 #elif DT == CLF_DT_Q6_K
 static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, float16 *w1,
@@ -207,7 +228,80 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
     *w0 = clf_q6_16(ql, (q >> 1) * 4, qh, 2 * q) * (float)sc[0];
     *w1 = clf_q6_16(ql + 16, (q >> 1) * 4, qh + 16, 2 * q) * (float)sc[1];
     *m = 0.0f;
-    return vload_half(104, (const __global half *)b);
+    return clf_scale(b, 104);
+}
+#endif
+
+/* ---------------------------------------------------------------- panels
+ * The CPU packed style (linear.cl's linear_packed) takes block types as panels: the blocks of PW
+ * consecutive rows (one output column each) transposed, so that byte p of block j of column c
+ * lies at panel + (j DT_BYTES + p) PW + c, and every byte of a block type's layout is read for 16
+ * columns with one vector load (the same bytes as the rows, in another order). Each block type
+ * defines, for 16 columns c0 .. c0 + 15 of block pb:
+ *   DT_SUB                    elements sharing a scale (32; Q6_K 16)
+ *   dt_panel_sm(pb, pw, g, c0, &m)  the scale s of scale group g and the min term m, so that
+ *                             weight e = s q_e - m (exactly: s q_e - m fits a float)
+ *   dt_panel_q(pb, pw, e, c0)  the integers q_e of element e.
+ * Only 16-wide (VW 16: the CPUs' column); the host packs block types at no other width. */
+static inline uint16 clf_panel_u8(const __global uchar *pb, int pw, int p, int c0) {
+    return convert_uint16(vload16(0, pb + p * pw + c0));
+}
+/* The fp16 whose bytes are rows p, p + 1 (little-endian). */
+static inline float16 clf_panel_half(const __global uchar *pb, int pw, int p, int c0) {
+    return clf_half16(clf_panel_u8(pb, pw, p, c0) | (clf_panel_u8(pb, pw, p + 1, c0) << 8));
+}
+#if DT == CLF_DT_Q8_0
+#define DT_SUB 32
+static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
+    *m = (float16)(0.0f);
+    return clf_panel_half(pb, pw, 0, c0);
+}
+static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    return convert_float16(vload16(0, (const __global char *)pb + (2 + e) * pw + c0));
+}
+#elif DT == CLF_DT_Q4_0
+#define DT_SUB 32
+static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
+    const float16 d = clf_panel_half(pb, pw, 0, c0);
+    *m = 8.0f * d;
+    return d;
+}
+static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    return convert_float16((clf_panel_u8(pb, pw, 2 + (e & 15), c0) >> ((e >> 4) * 4)) & 15u);
+}
+#elif DT == CLF_DT_Q4_K
+#define DT_SUB 32
+static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
+    uint16 sc, mn;
+    if (g < 4) {
+        sc = clf_panel_u8(pb, pw, 4 + g, c0) & 63u;
+        mn = clf_panel_u8(pb, pw, 8 + g, c0) & 63u;
+    } else {
+        const uint16 hi = clf_panel_u8(pb, pw, 8 + g, c0);
+        sc = (hi & 15u) | ((clf_panel_u8(pb, pw, g, c0) >> 6) << 4);
+        mn = (hi >> 4) | ((clf_panel_u8(pb, pw, 4 + g, c0) >> 6) << 4);
+    }
+    *m = clf_panel_half(pb, pw, 2, c0) * convert_float16(mn);
+    return clf_panel_half(pb, pw, 0, c0) * convert_float16(sc);
+}
+static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    const int g = e >> 5;
+    return convert_float16(
+        (clf_panel_u8(pb, pw, 16 + 32 * (g >> 1) + (e & 31), c0) >> ((g & 1) * 4)) & 15u);
+}
+#elif DT == CLF_DT_Q6_K
+#define DT_SUB 16
+static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
+    const float16 s = clf_panel_half(pb, pw, 208, c0) *
+                      convert_float16(vload16(0, (const __global char *)pb + (192 + g) * pw + c0));
+    *m = 32.0f * s;
+    return s;
+}
+static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    const int h = e >> 7, q = (e >> 5) & 3, l = e & 31;
+    const uint16 lo = clf_panel_u8(pb, pw, 64 * h + 32 * (q & 1) + l, c0) >> ((q >> 1) * 4);
+    const uint16 hi = clf_panel_u8(pb, pw, 128 + 32 * h + l, c0) >> (2 * q);
+    return convert_float16((lo & 15u) | ((hi & 3u) << 4));
 }
 #endif
 

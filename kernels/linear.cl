@@ -12,8 +12,11 @@
  *
  * Weights are any storage type of dtypes.cl (DT, per call; the math is fp32): linear_rows and
  * linear_tiled take them as bytes with a row stride (w_rs) and read them through dt_load<N>, so a
- * block type (Q8_0, Q4_0, Q4_K, Q6_K) streams its blocks as stored; the panels of the packed
- * kernels hold plain types (F32, F16, BF16).
+ * block type (Q8_0, Q4_0, Q4_K, Q6_K) streams its blocks as stored. The packed kernels' panels
+ * hold plain types as values (pack_panels) and, at VW 16 (CPUs), block types as their blocks
+ * transposed (pack_blocks: byte p of the blocks of the panel's 16 PK_NV rows side by side, so one
+ * vector load gives a byte of every column, and per scale group the kernel dequantizes PK_NV
+ * vectors of weights once for its PK_R rows; dtypes.cl, "panels").
  *
  * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
  */
@@ -182,6 +185,28 @@ __kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
         o < out ? w[w_off + t * w_bs + o * w_os + k * w_ks] : (WBITS)0; /* +0 either way */
 }
 
+#else
+/* Block types: the blocks of each panel's PW rows transposed (dtypes.cl, "panels"): wp[b][j][p][c]
+ * = byte p of block j of row b PW + c (0 past the last row: a zero scale). One item per block of
+ * a row. */
+__kernel void pack_blocks(const __global uchar *w, const long w_rs, /* (out, in) rows of DT */
+                          __global uchar *wp, const int in, const int out) {
+    const int pw = PK_NV * VW, nblk = in / DT_BLOCK;
+    const int c = (int)get_global_id(0), j = (int)get_global_id(1), b = (int)get_global_id(2);
+    const int o = b * pw + c;
+    __global uchar *dst = wp + ((long)b * nblk + j) * DT_BYTES * pw + c;
+    if (o >= out) {
+        for (int p = 0; p < DT_BYTES; p++)
+            dst[p * pw] = 0;
+        return;
+    }
+    const __global uchar *src = w + o * w_rs + (long)j * DT_BYTES;
+    for (int p = 0; p < DT_BYTES; p++)
+        dst[p * pw] = src[p];
+}
+#endif /* DT_BLOCK == 1 */
+
+#if DT_BLOCK == 1 || VW == 16
 /* The operands of the packed kernels: x (rows, in) with row stride x_rs and column stride x_ks
  * (clf_matmul's op(A): a transposed A swaps them), y (rows, out) with row stride y_rs, each of
  * the batch's matrices t at x_off + t * x_bs, t * wp_bs, y_off + t * y_bs (get_group_id(2)). */
@@ -189,7 +214,11 @@ typedef struct packed_args {
     const __global float *x;
     long x_rs, x_ks;
     int rows;
+#if DT_BLOCK == 1
     const __global stype *wp;
+#else
+    const __global uchar *wp;
+#endif
     const __global float *bias;
     int has_bias, act;
     __global float *y;
@@ -226,7 +255,6 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
         for (int j = 0; j < PK_NV; j++)
             acc[r][j] = (floatV)(0.0f);
-    const __global stype *panel = a.wp + (long)b * in * pw;
     /* Rows past the last (a partial block) read the last row again: their sums are never
      * stored, and the loop stays free of selects. */
     const __global float *xr[PK_R > 4 ? PK_R : 4];
@@ -234,19 +262,47 @@ static inline void packed_rows(const packed_args a, const int R) {
     for (int r = 0; r < R; r++)
         xr[r] = a.x + (long)(r0 + min(r, nr - 1)) * a.x_rs;
     const long xk = a.x_ks;
+    /* acc += x[:, k] wv: the rows' k-th elements against the PK_NV weight vectors */
+#define PACKED_RANK1(k)                                                                            \
+    _Pragma("unroll") for (int r = 0; r < R; r++) {                                                \
+        const floatV xs = (floatV)(xr[r][(k)*xk]);                                                 \
+        _Pragma("unroll") for (int j = 0; j < PK_NV; j++) acc[r][j] = fma(xs, wv[j], acc[r][j]);   \
+    }
+#if DT_BLOCK > 1
+    /* Block types: per scale group the PK_NV vectors of scales and min terms, then per element
+     * the weights as floats once (s q - m, exact), reused by every row. Unrolled over the
+     * group: the nibbles' shifts become constants, and the two elements of a byte (Q4_0: e and
+     * e + 16) one load. */
+    const int nblk = in / DT_BLOCK;
+    const __global uchar *panel = a.wp + (long)b * nblk * DT_BYTES * pw;
+    for (int j0 = 0; j0 < nblk; j0++) {
+        const __global uchar *pb = panel + (long)j0 * DT_BYTES * pw;
+        for (int g = 0; g < DT_BLOCK / DT_SUB; g++) {
+            floatV s[PK_NV], m[PK_NV];
+#pragma unroll
+            for (int j = 0; j < PK_NV; j++)
+                s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
+#pragma unroll
+            for (int i = 0; i < DT_SUB; i++) {
+                const int e = g * DT_SUB + i, k = j0 * DT_BLOCK + e;
+                floatV wv[PK_NV];
+#pragma unroll
+                for (int j = 0; j < PK_NV; j++)
+                    wv[j] = fma(s[j], dt_panel_q(pb, pw, e, j * VW), -m[j]);
+                PACKED_RANK1(k);
+            }
+        }
+    }
+#else
+    const __global stype *panel = a.wp + (long)b * in * pw;
     for (int k = 0; k < in; k++) {
         floatV wv[PK_NV];
 #pragma unroll
         for (int j = 0; j < PK_NV; j++)
             wv[j] = SLOAD(0, panel + (long)k * pw + j * VW);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const floatV xs = (floatV)(xr[r][k * xk]);
-#pragma unroll
-            for (int j = 0; j < PK_NV; j++)
-                acc[r][j] = fma(xs, wv[j], acc[r][j]);
-        }
+        PACKED_RANK1(k);
     }
+#endif
     const int o0 = b * pw;
     const float alpha = a.alpha, beta = a.beta;
     /* Constant trip counts with guards (a loop with a break does not unroll), so acc is indexed
@@ -284,7 +340,7 @@ static inline void packed_rows(const packed_args a, const int R) {
 #define LINEAR_PACKED(name, R)                                                                     \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
         const __global float *x, const long x_off, const long x_rs, const long x_ks,               \
-        const long x_bs, const int rows, const __global stype *wp, const long wp_bs,               \
+        const long x_bs, const int rows, const __global PANEL_T *wp, const long wp_bs,             \
         const __global float *bias, const int has_bias, const int act, __global float *y,          \
         const long y_off, const long y_rs, const long y_bs, const float alpha, const float beta,   \
         const int in, const int out) {                                                             \
@@ -305,11 +361,16 @@ static inline void packed_rows(const packed_args a, const int R) {
                                out};                                                               \
         packed_rows(a, (R));                                                                       \
     }
+#if DT_BLOCK == 1
+#define PANEL_T stype
+#else
+#define PANEL_T uchar
+#endif
 LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
 LINEAR_PACKED(linear_packed_2, 2)
 LINEAR_PACKED(linear_packed_4, 4)
-#endif /* DT_BLOCK == 1 */
+#endif /* DT_BLOCK == 1 || VW == 16 */
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
  * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY

@@ -81,7 +81,7 @@ void clf__dtype_define(clf_defines *defs, clf_dtype dtype) {
 
 bool clf__load_weight_type(clf_dtype dtype) {
     return dtype == CLF_F32 || dtype == CLF_F16 || dtype == CLF_BF16 || dtype == CLF_Q8_0 ||
-           dtype == CLF_Q4_0;
+           dtype == CLF_Q4_0 || dtype == CLF_Q4_K || dtype == CLF_Q6_K;
 }
 
 /* ---------------------------------------------------------------- conversions */
@@ -153,6 +153,100 @@ static void quantize_q4_0(const float *x, unsigned char *b) {
         }
         b[2 + j] = (unsigned char)(q[0] | q[1] << 4);
     }
+}
+
+/* fp16 of v, rounded up to a value >= v (v >= 0, finite): a scale whose multiples must cover v. */
+static uint16_t f16_at_least(float v) {
+    uint16_t h = clf_f32_to_f16(v);
+    if (clf_f16_to_f32(h) < v) h++; /* the next fp16 up (v > 0, below the largest finite) */
+    return h;
+}
+
+/* Q4_K and Q6_K by a plain fit, not llama-quantize's error-minimizing search (make_qkx2_quants):
+ * the same layout, other (and a little larger) errors. Each sub-block's range is covered
+ * without clipping: its scale and min are rounded up, so every element lands within half a
+ * step d sc of its value. */
+static void quantize_q4_k(const float *x, unsigned char *b) {
+    float lo[8], step[8], dmax = 0.0f, mmax = 0.0f;
+    for (int s = 0; s < 8; s++) {
+        float mn = 0.0f, mx = 0.0f; /* the min term is >= 0: mn <= 0 */
+        for (int l = 0; l < 32; l++) {
+            mn = fminf(mn, x[32 * s + l]);
+            mx = fmaxf(mx, x[32 * s + l]);
+        }
+        lo[s] = -mn;
+        step[s] = (mx - mn) / 15.0f;
+        mmax = fmaxf(mmax, lo[s]);
+    }
+    const uint16_t hm = f16_at_least(mmax / 63.0f);
+    const float dmin = clf_f16_to_f32(hm);
+    int sc[8], m[8];
+    for (int s = 0; s < 8; s++) {
+        m[s] = dmin > 0.0f ? (int)ceilf(lo[s] / dmin) : 0;
+        if (m[s] > 63) m[s] = 63;
+        /* the step that covers the range from the stored min term (>= lo) up */
+        step[s] += fmaxf(dmin * (float)m[s] - lo[s], 0.0f) / 15.0f;
+        dmax = fmaxf(dmax, step[s]);
+    }
+    const uint16_t hd = f16_at_least(dmax / 63.0f);
+    const float d = clf_f16_to_f32(hd);
+    for (int s = 0; s < 8; s++) {
+        sc[s] = d > 0.0f ? (int)ceilf(step[s] / d) : 0;
+        if (sc[s] > 63) sc[s] = 63;
+    }
+    put16(b, hd);
+    put16(b + 2, hm);
+    unsigned char *q = b + 4, *qs = b + 16;
+    memset(q, 0, 12);
+    for (int j = 0; j < 8; j++) /* clf__q4k_scale_min's packing */
+        if (j < 4) {
+            q[j] |= (unsigned char)(sc[j] & 63);
+            q[j + 4] |= (unsigned char)(m[j] & 63);
+        } else {
+            q[j + 4] |= (unsigned char)((sc[j] & 0xf) | (m[j] & 0xf) << 4);
+            q[j - 4] |= (unsigned char)((sc[j] >> 4) << 6);
+            q[j] |= (unsigned char)((m[j] >> 4) << 6);
+        }
+    memset(qs, 0, 128);
+    for (int s = 0; s < 8; s++) {
+        const float ds = d * (float)sc[s], dm = dmin * (float)m[s];
+        const float id = ds > 0.0f ? 1.0f / ds : 0.0f;
+        for (int l = 0; l < 32; l++) {
+            const float v = nearbyintf((x[32 * s + l] + dm) * id);
+            const int qv = v < 0.0f ? 0 : v > 15.0f ? 15 : (int)v;
+            qs[32 * (s / 2) + l] |= (unsigned char)(qv << (4 * (s & 1)));
+        }
+    }
+}
+
+static void quantize_q6_k(const float *x, unsigned char *b) {
+    float step[16], smax = 0.0f;
+    for (int s = 0; s < 16; s++) { /* q in -32..31: 31 steps cover the largest magnitude */
+        float amax = 0.0f;
+        for (int l = 0; l < 16; l++)
+            amax = fmaxf(amax, fabsf(x[16 * s + l]));
+        step[s] = amax / 31.0f;
+        smax = fmaxf(smax, step[s]);
+    }
+    const uint16_t hd = f16_at_least(smax / 127.0f);
+    const float d = clf_f16_to_f32(hd);
+    unsigned char *ql = b, *qh = b + 128;
+    memset(b, 0, 210);
+    for (int s = 0; s < 16; s++) {
+        int sc = d > 0.0f ? (int)ceilf(step[s] / d) : 0;
+        if (sc > 127) sc = 127;
+        b[192 + s] = (unsigned char)(int8_t)sc;
+        const float id = sc > 0 ? 1.0f / (d * (float)sc) : 0.0f;
+        for (int l = 0; l < 16; l++) {
+            const int i = 16 * s + l; /* = 128 h + 32 q + r: dequantize_block's order */
+            const int h = i / 128, qq = (i % 128) / 32, r = i % 32;
+            const float v = nearbyintf(x[i] * id);
+            const int qv = (v < -32.0f ? -32 : v > 31.0f ? 31 : (int)v) + 32;
+            ql[64 * h + 32 * (qq & 1) + r] |= (unsigned char)((qv & 0xf) << (4 * (qq >> 1)));
+            qh[32 * h + r] |= (unsigned char)((qv >> 4) << (2 * qq));
+        }
+    }
+    put16(b + 208, hd);
 }
 
 /* Dequantizes one block of `t` at b into y[t->block]. */
@@ -239,12 +333,9 @@ clf_status clf_quantize(clf_dtype dtype, const float *src, int64_t n, void *dst,
     const clf_dtype_traits *t;
     clf_status st = check_convert(dtype, src, dst, n, dst_bytes, "clf_quantize", err, &t);
     if (st != CLF_SUCCESS) return st;
-    if (dtype == CLF_I32 || dtype == CLF_Q4_K || dtype == CLF_Q6_K) {
+    if (dtype == CLF_I32) {
         if (err)
-            clf__msg(err->message, sizeof(err->message),
-                     "clf_quantize: converting to %s is not implemented (%s tensors come from "
-                     "GGUF files)",
-                     t->name, t->name);
+            clf__msg(err->message, sizeof(err->message), "clf_quantize: I32 is not a float type");
         return CLF_ERROR_UNSUPPORTED;
     }
     for (int64_t i = 0; i < n; i++)
@@ -274,6 +365,12 @@ clf_status clf_quantize(clf_dtype dtype, const float *src, int64_t n, void *dst,
             break;
         case CLF_Q4_0:
             quantize_q4_0(x, b);
+            break;
+        case CLF_Q4_K:
+            quantize_q4_k(x, b);
+            break;
+        case CLF_Q6_K:
+            quantize_q6_k(x, b);
             break;
         default:
             break;

@@ -9,6 +9,7 @@
  * checks all of it against the buffer before anything is used; the fuzz target runs it on any
  * bytes.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "internal.h"
 
 #include <fcntl.h>
@@ -703,6 +704,20 @@ const char *clf_gguf_type_name(int ggml_type) {
     return ggml_type >= 0 && ggml_type < N_GGML_TYPES ? k_ggml_types[ggml_type].name : NULL;
 }
 
+/* Drops the mapping's pages wholly inside [p, p + n) from this process's resident set once
+ * their bytes are on the device (the file stays in the page cache; a later read faults them back
+ * in), so a load's resident peak holds one tensor of the file at a time, not all of it. */
+void clf__release_pages(const void *p, size_t n) {
+#ifdef MADV_DONTNEED
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
+    if (page > 0 && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 clf_status clf_gguf_load(clf_context *ctx, const clf_gguf *g, const char *name, clf_tensor **out) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
@@ -724,6 +739,7 @@ clf_status clf_gguf_load(clf_context *ctx, const clf_gguf *g, const char *name, 
     if (st == CLF_SUCCESS && clf_tensor_bytes(x) != t->bytes)
         st = clf__fail(ctx, CLF_ERROR_INTERNAL, "GGUF: tensor \"%s\": sizes disagree", name);
     if (st == CLF_SUCCESS) st = clf_tensor_write(x, t->data, (size_t)t->bytes);
+    if (st == CLF_SUCCESS) clf__release_pages(t->data, (size_t)t->bytes);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(x);
         return st;

@@ -43,6 +43,7 @@ typedef enum {
     CLF_K_ROWS_TO_HALF,
     CLF_K_LINEAR_ROWS,
     CLF_K_PACK_PANELS,
+    CLF_K_PACK_BLOCKS,     /* block types' panels */
     CLF_K_LINEAR_PACKED,   /* PK_R rows per work-item */
     CLF_K_LINEAR_PACKED_1, /* 1, 2 and 4 rows (fewer rows than PK_R: decoding) */
     CLF_K_LINEAR_PACKED_2,
@@ -400,9 +401,13 @@ void clf__gemm_tuning_register(clf_context *ctx);
 clf_status clf__gemm_lock(clf_context *ctx);
 void clf__gemm_unlock(void);
 /* Linear layers with weights packed once (CPUs, linear.PACK): w (out, in) into panels of
- * linear.PK_NV x VW output columns, a (panels, in, width) tensor; then y = act(x W^T + b)
+ * linear.PK_NV x VW output columns, a (panels, in, width) tensor (block types: (panels, width,
+ * in), each block of width rows transposed); then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+/* Whether weights of type t are packed into panels on this context (linear.PACK, and for block
+ * types linear.VW 16): the models' and clf_linear_prepare's test. */
+bool clf__linear_packs(const clf_context *ctx, clf_dtype t);
 /* Builds linear_rows' variants for 1, 2 and 4 rows (those below linear.SK_ROWS: a decode step's)
  * with F32 weights, for clf_context_warmup. */
 clf_status clf__linear_rows_warmup(clf_context *ctx);
@@ -447,6 +452,9 @@ clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t
 clf_status clf__gguf_parse(const unsigned char *data, size_t size, clf_gguf *g, char *err,
                            size_t es);
 void clf__gguf_release(clf_gguf *g);
+/* Drops the pages of a file mapping wholly inside [p, p + n) from the resident set once their
+ * bytes are on the device (they stay in the page cache; a later read faults them back in). */
+void clf__release_pages(const void *p, size_t n);
 /* The size of struct clf_gguf (the fuzz target allocates one). */
 size_t clf__gguf_struct_size(void);
 /* Tuning files: <tuning dir>/<kind>/<hash of the device>.json, NULL without a tuning folder

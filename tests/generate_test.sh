@@ -49,12 +49,13 @@ if err=$("$gen" --model "$data/gguf/llama_q8_0.gguf" "a prompt" 2>&1); then
     echo "a text prompt ran without a tokenizer"; exit 1
 fi
 grep -q -- "--tokenizer" <<<"$err" || { echo "no --tokenizer hint in: $err"; exit 1; }
-# sampling runs and is reproducible; --stats reports both speeds
+# sampling runs and is reproducible; --stats reports both speeds and the weights' types
 a=$("$gen" --model "$data/llama_gqa" --temperature 0.9 --top-k 40 --top-p 0.9 --seed 3 --print-ids --ids "1 2 3")
 b=$("$gen" --model "$data/llama_gqa" --temperature 0.9 --top-k 40 --top-p 0.9 --seed 3 --print-ids --ids "1 2 3")
 [ "$a" = "$b" ] && [ -n "$a" ] || { echo "sampling is not reproducible: '$a' vs '$b'"; exit 1; }
 stats=$("$gen" --model "$data/llama_gqa" --stats --ignore-eos --max-new-tokens 4 --print-ids --ids "5 6" 2>&1 >/dev/null)
-grep -q "prompt: 2 tokens" <<<"$stats" && grep -q "generated: 4 tokens" <<<"$stats" ||
+grep -q "prompt: 2 tokens" <<<"$stats" && grep -q "generated: 4 tokens" <<<"$stats" &&
+    grep -q "^weights: 10 F32 " <<<"$stats" ||
     { echo "no stats in: $stats"; exit 1; }
 # F16 weights and KV cache: 12 new ids (rounding may change a close greedy choice, so they are
 # not compared with transformers' here; test_lm checks the logits)

@@ -132,11 +132,100 @@ static void test_convert_errors(void **state) {
     x[40] = 0.0f;
     unsigned char big[144];
     float y[256] = {0};
-    assert_int_equal(clf_quantize(CLF_Q4_K, y, 256, big, 144, &e), CLF_ERROR_UNSUPPORTED);
-    assert_non_null(strstr(e.message, "Q4_K"));
+    assert_int_equal(clf_quantize(CLF_I32, y, 1, big, 4, &e), CLF_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "I32"));
     assert_int_equal(clf_dequantize(CLF_I32, b, 4, y, 1, &e), CLF_ERROR_UNSUPPORTED);
     assert_int_equal(clf_dequantize(CLF_Q6_K, big, 144, y, 256, &e), CLF_ERROR_SHAPE_MISMATCH);
     assert_int_equal(clf_quantize(CLF_BF16, x, 2, b, 4, NULL), CLF_SUCCESS); /* err optional */
+}
+
+/* Q4_K and Q6_K quantized by clf_quantize's plain fit, dequantized (bit for bit as gguf, above):
+ * every element within half a step of its value. Bound per sub-block (Q4_K: 32 elements of
+ * range R_s = max(x, 0) - min(x, 0), B the largest R_s of the block; Q6_K: 16 elements of
+ * largest magnitude A_s, A the block's): the step is R_s / 15 (A_s / 31) plus at most one unit
+ * of the 6-bit (8-bit) scale grid, B / 945 (A / 3937), and of the min grid (Q4_K), so
+ * |x - y| <= R_s / 30 + 1.1 B / 945 (A_s / 62 + 0.51 A / 3937), plus 1e-6 of the block's range
+ * for fp32 rounding. Blocks of mixed scales, one sign, zeros, one spike, tiny values. */
+static void test_quantize_k(void **state) {
+    (void)state;
+    rng_seed(17);
+    enum { NB = 24, N = 256 * NB };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    unsigned char *q = malloc(210 * NB);
+    for (int b = 0; b < NB; b++)
+        for (int i = 0; i < 256; i++) {
+            const float sub = (float)rng_uniform(0.01, 3.0) * (float)(1 + (i / 16) % 5);
+            float v = (float)rng_uniform(-1.0, 1.0) * sub;
+            /* 1 all positive, none near 0; 2 all negative, large; 3 half zeros; 4 a spike;
+             * 5 tiny: scales near fp16's subnormals */
+            switch (b % 6) {
+            case 1:
+                v = fabsf(v) + 0.5f;
+                break;
+            case 2:
+                v = -fabsf(v) * 100.0f;
+                break;
+            case 3:
+                v = i < 128 ? 0.0f : v;
+                break;
+            case 4:
+                v = i == 77 ? 1000.0f : v;
+                break;
+            case 5:
+                v *= 1e-4f;
+                break;
+            default:
+                break;
+            }
+            x[256 * b + i] = v;
+        }
+    static const struct {
+        clf_dtype t;
+        int sub;
+    } types[] = {{CLF_Q4_K, 32}, {CLF_Q6_K, 16}};
+    for (int k = 0; k < 2; k++) {
+        const clf_dtype t = types[k].t;
+        const int sub = types[k].sub;
+        const size_t nb = clf_dtype_row_bytes(t, N);
+        memset(y, 0xff, sizeof(float) * N); /* NaN poison */
+        assert_int_equal(clf_quantize(t, x, N, q, nb, NULL), CLF_SUCCESS);
+        assert_int_equal(clf_dequantize(t, q, nb, y, N, NULL), CLF_SUCCESS);
+        double worst = 0.0;
+        for (int b = 0; b < NB; b++) {
+            double big = 0.0;
+            for (int s = 0; s < 256 / sub; s++) {
+                double lo = 0.0, hi = 0.0;
+                for (int l = 0; l < sub; l++) {
+                    lo = fmin(lo, x[256 * b + sub * s + l]);
+                    hi = fmax(hi, x[256 * b + sub * s + l]);
+                }
+                big = fmax(big, t == CLF_Q4_K ? hi - lo : fmax(hi, -lo));
+            }
+            for (int s = 0; s < 256 / sub; s++) {
+                double lo = 0.0, hi = 0.0;
+                for (int l = 0; l < sub; l++) {
+                    lo = fmin(lo, x[256 * b + sub * s + l]);
+                    hi = fmax(hi, x[256 * b + sub * s + l]);
+                }
+                const double bound = t == CLF_Q4_K
+                                         ? (hi - lo) / 30.0 + 1.1 * big / 945.0 + 1e-6 * big
+                                         : fmax(hi, -lo) / 62.0 + 0.51 * big / 3937.0 + 1e-6 * big;
+                for (int l = 0; l < sub; l++) {
+                    const int i = 256 * b + sub * s + l;
+                    const double err = fabs((double)y[i] - (double)x[i]);
+                    if (!(err <= bound))
+                        fail_msg("%s block %d [%d]: %.9g for %.9g, error %.3g > bound %.3g",
+                                 clf_dtype_name(t), b, sub * s + l, (double)y[i], (double)x[i], err,
+                                 bound);
+                    worst = fmax(worst, err / bound);
+                }
+            }
+        }
+        print_message("%s: worst error %.3f of the bound\n", clf_dtype_name(t), worst);
+    }
+    free(q);
+    free(y);
+    free(x);
 }
 
 /* ---------------------------------------------------------------- device: tensors */
@@ -297,7 +386,8 @@ static void typed_shapes(int level) {
 /* Every type through linear_rows in four tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
- * prepared weights with the device's defaults. */
+ * prepared weights with the device's defaults (packed panels on CPUs) and packed in an odd style.
+ */
 static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
     static const int64_t styles[4][5] = {
         {0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}, {2, 3, 4, 16, 2}};
@@ -326,6 +416,19 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", tiled));
         g_prepared = 1;
         typed_shapes(level ? 2 : 1);
+        /* Packed panels on every device (a GPU's defaults do not pack): 16 columns a vector,
+         * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2). */
+        static const char *pk_names[] = {"linear.PACK", "linear.VW", "linear.PK_NV", "linear.PK_R",
+                                         "linear.PK_GM"};
+        static const int64_t pk_style[] = {1, 16, 1, 3, 2};
+        int64_t pk_defaults[5];
+        for (int i = 0; i < 5; i++) {
+            CLF_OK(clf_context_get_tunable(g_ctx, pk_names[i], &pk_defaults[i]));
+            CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
+        }
+        typed_shapes(level ? 2 : 1);
+        for (int i = 0; i < 5; i++)
+            CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_defaults[i]));
         g_prepared = 0;
     }
 }
@@ -456,6 +559,7 @@ int main(void) {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_matches_gguf),
         cmocka_unit_test(test_convert_errors),
+        cmocka_unit_test(test_quantize_k),
         cmocka_unit_test(test_block_tensors),
         cmocka_unit_test(test_linear_refuses),
         cmocka_unit_test(test_embedding_types),

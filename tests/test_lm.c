@@ -733,6 +733,27 @@ static void test_gguf_models(void **state) {
         assert_int_equal(clf_tensor_dtype(g->layers[1].o.w), cases[c].o);
         assert_int_equal(clf_tensor_dtype(g->tok), cases[c].tok);
         assert_int_equal(gi.weight_dtype, cases[c].qkv);
+        /* clf_lm_weights: every matrix with its type, in order, the count first */
+        int64_t nw = -1;
+        CLF_OK(clf_lm_weights(g, NULL, 0, &nw));
+        const int64_t want_nw = 1 + (g->pos != NULL) + 4 * gi.layers + 1;
+        assert_int_equal(nw, want_nw);
+        clf_lm_weight *ws = malloc(sizeof(clf_lm_weight) * (size_t)(nw + 1));
+        memset(ws, 0x5a, sizeof(clf_lm_weight) * (size_t)(nw + 1));
+        int64_t got_nw = -1;
+        CLF_OK(clf_lm_weights(g, ws, nw + 1, &got_nw));
+        assert_int_equal(got_nw, nw);
+        assert_string_equal(ws[0].name, "token_embd");
+        assert_int_equal(ws[0].dtype, cases[c].tok);
+        assert_int_equal(ws[0].bytes, clf_tensor_bytes(g->tok));
+        const int64_t l1 = 1 + (g->pos != NULL) + 4; /* blk.1.attn_qkv */
+        assert_string_equal(ws[l1].name, "blk.1.attn_qkv");
+        assert_string_equal(ws[l1 + 1].name, "blk.1.attn_output");
+        assert_int_equal(ws[l1 + 1].dtype, cases[c].o);
+        assert_string_equal(ws[nw - 1].name, "output");
+        assert_int_equal(ws[nw].name[0], 0x5a); /* nothing past the count */
+        assert_int_equal(clf_lm_weights(g, NULL, 1, &got_nw), CLF_ERROR_INVALID_ARGUMENT);
+        free(ws);
         clf_lm_free(g);
         CLF_OK(
             clf_lm_load(g_ctx, path, &g)); /* as a user gets it (packed where the device packs) */

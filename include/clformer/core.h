@@ -278,7 +278,10 @@ CLF_API size_t clf_dtype_row_bytes(clf_dtype dtype, int64_t n);
 /* Converts n floats into dtype's storage at dst (dst_bytes = clf_dtype_row_bytes(dtype, n)):
  * F32, F16 and BF16 (round to nearest even), Q8_0 and Q4_0 bit for bit as ggml and the gguf
  * package quantize (per block: Q8_0 d = max|x| / 127, q = round(x / d); Q4_0 d = x_max / -8 for
- * the x of largest magnitude, q = min(15, trunc(x / d + 8.5))). Other types: CLF_ERROR_UNSUPPORTED.
+ * the x of largest magnitude, q = min(15, trunc(x / d + 8.5))); Q4_K and Q6_K by a plain fit
+ * (each sub-block's range covered by its scale and min rounded up: every element within half a
+ * step), not llama-quantize's error-minimizing search, so their bytes differ from its files'.
+ * I32: CLF_ERROR_UNSUPPORTED.
  * Non-finite input is refused (CLF_ERROR_INVALID_ARGUMENT, with its index in err). */
 CLF_API clf_status clf_quantize(clf_dtype dtype, const float *src, int64_t n, void *dst,
                                 size_t dst_bytes, clf_error *err);

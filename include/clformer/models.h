@@ -54,9 +54,10 @@ typedef enum {
  * the math stays fp32. */
 typedef struct clf_load_params {
     /* The linear layers' weights: CLF_F32 (default), CLF_F16 or CLF_BF16 (rounded to nearest
-     * even at load; a weight past F16's range fails the load), CLF_Q8_0 or CLF_Q4_0 (quantized at
-     * load as clf_quantize does: ggml's blocks of 32, so every weight's rows must be whole blocks;
-     * one that is not fails the load, naming it). Embeddings and norms stay F32. */
+     * even at load; a weight past F16's range fails the load), CLF_Q8_0, CLF_Q4_0, CLF_Q4_K or
+     * CLF_Q6_K (quantized at load as clf_quantize does: ggml's blocks of 32 or 256, so every
+     * weight's rows must be whole blocks; one that is not fails the load, naming it). Embeddings
+     * and norms stay F32. */
     clf_dtype weight_dtype;
     /* The KV caches of clf_lm states: CLF_F32 (default) or CLF_F16 (half the bytes a decode step
      * reads). */
@@ -78,8 +79,8 @@ typedef struct clf_transformer_params {
     float norm_eps;         /* LayerNorm eps: 1e-5 in d2l, 1e-12 in BERT */
     int64_t max_len;        /* longest sequence (positions); 0: 1000 (d2l's table) */
     /* The linear layers' weights on the device: CLF_F32 (0, the default), or F16, BF16, Q8_0,
-     * Q4_0 as clf_load_params.weight_dtype. The math stays fp32; embeddings, norms and biases
-     * stay F32. */
+     * Q4_0, Q4_K, Q6_K as clf_load_params.weight_dtype. The math stays fp32; embeddings, norms and
+     * biases stay F32. */
     clf_dtype weight_dtype;
 } clf_transformer_params;
 
@@ -246,6 +247,20 @@ CLF_API clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *siz
                                         clf_lm **out);
 CLF_API void clf_lm_free(clf_lm *m);
 CLF_API clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out);
+
+/* A weight matrix as the model keeps it on the device (a GGUF file's types may differ by tensor:
+ * Q4_K_M keeps some in Q6_K). Names as llama.cpp's: token_embd, position_embd (GPT-2),
+ * blk.N.attn_qkv (Q | K | V stacked), blk.N.attn_output, blk.N.ffn_up (gate | up stacked in
+ * the Llama family), blk.N.ffn_down, output (the head; a tied one is the embedding again). */
+typedef struct clf_lm_weight {
+    char name[32];
+    clf_dtype dtype;
+    size_t bytes; /* on the device (packed panels on CPUs: the same bytes, whole panels) */
+} clf_lm_weight;
+/* Writes up to cap entries to out and their total number to *count (cap 0, out NULL: count
+ * only). Norms and biases (F32) are not listed. */
+CLF_API clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap,
+                                  int64_t *count);
 
 /* A state for `batch` sequences of up to max_len tokens each (<= max_positions), all empty. Its
  * caches are allocated now; the workspace grows with the tokens of a step. */

@@ -47,9 +47,10 @@ clf_status clf__check_config(clf_context *ctx, const clf_transformer_params *c,
     if (!out->max_len) out->max_len = 1000;
     const int64_t d = c->num_hiddens;
     if (!clf__load_weight_type(c->weight_dtype))
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "config: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0 or Q4_0",
-                         (int)c->weight_dtype);
+        return clf__fail(
+            ctx, CLF_ERROR_INVALID_ARGUMENT,
+            "config: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K",
+            (int)c->weight_dtype);
     if (!clf__arch_find(c->arch))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "config: unknown arch %d", (int)c->arch);
     if (c->vocab_size < 1 || d < 1 || c->ffn_num_hiddens < 1 || c->num_heads < 1 ||

@@ -158,7 +158,7 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
 
 /* Converts a (out, in) F32 weight to `dtype` (rounded, or quantized as clf_quantize does), then
  * replaces it by its packed panels when the device prefers them (linear.PACK: CPUs) and the type
- * has panels (plain types), see clf__linear_pack. */
+ * has panels there (clf__linear_packs), see clf__linear_pack. */
 clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
     if (*w && dtype != CLF_F32 && (*w)->dtype == CLF_F32) {
         const int64_t n = (*w)->numel;
@@ -183,8 +183,7 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
         clf_tensor_free(*w);
         *w = t;
     }
-    if (!*w || !clf__tun(ctx, CLF_T_LINEAR_PACK) || clf_dtype_block((*w)->dtype) != 1)
-        return CLF_SUCCESS;
+    if (!*w || !clf__linear_packs(ctx, (*w)->dtype)) return CLF_SUCCESS;
     clf_tensor *p = NULL;
     CLF_TRY(clf__linear_pack(ctx, *w, &p));
     clf_tensor_free(*w);

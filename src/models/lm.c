@@ -91,7 +91,7 @@ static clf_status check_dtypes(clf_context *ctx, clf_dtype weights, clf_dtype ca
     const clf_dtype_traits *c = clf__dtype(cache);
     if (!clf__load_weight_type(weights))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "lm: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0 or Q4_0",
+                         "lm: weight_dtype %d must be CLF_F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K",
                          (int)weights);
     if (!c || !(c->uses & CLF_DTU_KV))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
@@ -243,6 +243,39 @@ fail:
 clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out) {
     if (!m || !out) return CLF_ERROR_INVALID_ARGUMENT;
     *out = m->cfg.info;
+    return CLF_SUCCESS;
+}
+
+/* One entry of clf_lm_weights (written when i < cap). */
+static void weight_entry(const clf_tensor *t, const char *name, int layer, clf_lm_weight *out,
+                         int64_t cap, int64_t *i) {
+    if (!t) return;
+    if (*i < cap) {
+        clf_lm_weight *w = &out[*i];
+        if (layer >= 0)
+            snprintf(w->name, sizeof(w->name), "blk.%d.%s", layer, name);
+        else
+            snprintf(w->name, sizeof(w->name), "%s", name);
+        w->dtype = clf_tensor_dtype(t);
+        w->bytes = clf_tensor_bytes(t);
+    }
+    (*i)++;
+}
+
+clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int64_t *count) {
+    if (!m || !count || cap < 0 || (cap > 0 && !out)) return CLF_ERROR_INVALID_ARGUMENT;
+    int64_t i = 0;
+    weight_entry(m->tok, "token_embd", -1, out, cap, &i);
+    weight_entry(m->pos, "position_embd", -1, out, cap, &i);
+    for (int l = 0; l < (int)m->cfg.info.layers; l++) {
+        const clf_lm_layer *y = &m->layers[l];
+        weight_entry(y->qkv.w, "attn_qkv", l, out, cap, &i);
+        weight_entry(y->o.w, "attn_output", l, out, cap, &i);
+        weight_entry(y->up.w, "ffn_up", l, out, cap, &i);
+        weight_entry(y->down.w, "ffn_down", l, out, cap, &i);
+    }
+    weight_entry(m->head.w, "output", -1, out, cap, &i);
+    *count = i;
     return CLF_SUCCESS;
 }
 

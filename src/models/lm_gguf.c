@@ -217,6 +217,8 @@ clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count
     clf_tensor *t = NULL;
     if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, type, cols ? 2 : 1, shape, &t);
     if (st == CLF_SUCCESS) st = clf_tensor_write(t, host, (size_t)total * row_bytes);
+    for (int i = 0; i < count && st == CLF_SUCCESS; i++)
+        clf__release_pages(parts[i].t->data, (size_t)parts[i].t->bytes);
     free(host);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);

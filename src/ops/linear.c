@@ -123,9 +123,14 @@ static clf_status check_weights(clf_context *ctx, const clf_tensor *w, const cha
     return clf__check_tensor(ctx, w, what, CLF_F32);
 }
 
-/* Panels (the packed kernels) hold plain types only. */
-static bool packable(clf_dtype t) {
-    return clf_dtype_block(t) == 1;
+/* Panels (the packed kernels) hold plain types, and block types at 16 columns a vector (the
+ * CPUs' width; kernels/dtypes.cl, "panels"). */
+static bool packable(const clf_context *ctx, clf_dtype t) {
+    return clf_dtype_block(t) == 1 || clf__tun(ctx, CLF_T_LINEAR_VW) == 16;
+}
+
+bool clf__linear_packs(const clf_context *ctx, clf_dtype t) {
+    return clf__tun(ctx, CLF_T_LINEAR_PACK) && packable(ctx, t);
 }
 
 clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w,
@@ -188,7 +193,7 @@ clf_status clf_linear_prepare(clf_context *ctx, const clf_tensor *w, clf_linear_
     lw->ctx = ctx;
     lw->out = w->shape[0];
     lw->in = w->shape[1];
-    if (clf__tun(ctx, CLF_T_LINEAR_PACK) && packable(w->dtype)) {
+    if (clf__linear_packs(ctx, w->dtype)) {
         st = clf__linear_pack(ctx, w, &lw->w);
     } else {
         st = clf_tensor_create(ctx, w->dtype, 2, w->shape, &lw->w);
@@ -283,20 +288,47 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c) {
     return st;
 }
 
+/* A block type's panels (pack_blocks): one item per block of a row. */
+static clf_status pack_blocks(clf_context *ctx, const clf_tensor *w, int64_t in, int64_t out,
+                              cl_mem wp) {
+    const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
+    const int64_t nb = (out + pw - 1) / pw, nblk = in / clf_dtype_block(w->dtype);
+    clf_status st = clf__check_int(ctx, nb * pw, "pack: output size");
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, in, "pack: input size");
+    if (st != CLF_SUCCESS) return st;
+    cl_kernel k;
+    size_t none[3] = {1, 1, 1}; /* launched with no local size */
+    const clf_defines defs = weight_defs(w->dtype);
+    if ((st = clf__kernel_fit(ctx, CLF_K_PACK_BLOCKS, &defs, 3, none, &k)) != CLF_SUCCESS)
+        return st;
+    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &wp,
+                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
+    const size_t global[3] = {(size_t)pw, (size_t)nblk, (size_t)nb};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_BLOCKS, k, 3, global, NULL);
+    return st;
+}
+
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
     *packed = NULL;
     clf_status st = check_weights(ctx, w, "w");
     if (st != CLF_SUCCESS) return st;
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
-    if (!packable(w->dtype))
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "pack: %s weights are not packed into panels",
+    if (!packable(ctx, w->dtype))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "pack: %s weights are packed into panels at linear.VW 16 only",
                          clf_dtype_name(w->dtype));
     const int64_t out = w->shape[0], in = w->shape[1];
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
-    int64_t shape[3] = {(out + pw - 1) / pw, in, pw}; /* sizes checked by clf__pack_panels */
+    const bool blocks = clf_dtype_block(w->dtype) > 1;
+    /* (panels, in, PW); block types (panels, PW, in): rows of whole blocks, the same bytes.
+     * Sizes checked by clf__pack_panels / pack_blocks. */
+    int64_t shape[3] = {(out + pw - 1) / pw, blocks ? pw : in, blocks ? in : pw};
     clf_tensor *t = NULL;
     if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
-    st = clf__pack_panels(ctx, w->mem, w->dtype, 0, in, 1, 0, in, out, 1, t->mem);
+    st = blocks ? pack_blocks(ctx, w, in, out, t->mem)
+                : clf__pack_panels(ctx, w->mem, w->dtype, 0, in, 1, 0, in, out, 1, t->mem);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);
         return st;
@@ -327,8 +359,12 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     char sx[96], sy[96];
-    bool ok = wp->ndim == 3 && wp->shape[1] == in && wp->shape[0] * wp->shape[2] >= out &&
-              y->ndim == x->ndim && y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
+    /* (panels, in, PW); block types (panels, PW, in) */
+    const bool blocks = clf_dtype_block(wp->dtype) > 1;
+    const int64_t wp_in = wp->ndim == 3 ? wp->shape[blocks ? 2 : 1] : -1;
+    const int64_t wp_pw = wp->ndim == 3 ? wp->shape[blocks ? 1 : 2] : -1;
+    bool ok = wp->ndim == 3 && wp_in == in && wp->shape[0] * wp_pw >= out && y->ndim == x->ndim &&
+              y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
     for (int i = 0; ok && i < x->ndim - 1; i++)
         ok = x->shape[i] == y->shape[i];
     if (!ok)
@@ -337,11 +373,11 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
             "linear (packed): x %s and y %s do not fit the packed (%lld, %lld) weights",
             clf__shape_str(x, sx, sizeof(sx)), clf__shape_str(y, sy, sizeof(sy)), (long long)out,
             (long long)in);
-    if (wp->shape[2] != pw)
+    if (wp_pw != pw || !packable(ctx, wp->dtype))
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "linear (packed): weights packed in panels of %lld, the tunables in force "
                          "(linear.PK_NV x linear.VW) say %lld: pack them again",
-                         (long long)wp->shape[2], (long long)pw);
+                         (long long)wp_pw, (long long)pw);
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
     const clf_packed_call c = {.x = x->mem,
                                .x_rs = in,

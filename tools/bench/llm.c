@@ -12,9 +12,10 @@
  *                read roof.
  *   llm_prefill_f16, llm_decode_f16: the same with F16 weights and an F16 KV cache
  *                (clf_lm_info.weight_dtype, cache_dtype): half the bytes a step reads.
- *   llm_prefill_q8_0, llm_decode_q8_0, llm_prefill_q4_0, llm_decode_q4_0: weights quantized at
- *                creation (ggml's Q8_0 and Q4_0 blocks: 8.5 and 4.5 bits per weight), F16 cache;
- *                the bytes read count the blocks as stored.
+ *   llm_prefill_q8_0, llm_decode_q8_0, llm_prefill_q4_0, llm_decode_q4_0, llm_prefill_q4_k,
+ *                llm_decode_q4_k: weights quantized at creation (ggml's Q8_0, Q4_0 and Q4_K
+ *                blocks: 8.5, 4.5 and 4.5 bits per weight), F16 cache; the bytes read count the
+ *                blocks as stored.
  */
 #include "bench.h"
 
@@ -164,5 +165,6 @@ int bench_llm_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     if (llm_run(ctx, o, r, CLF_F32, CLF_F32, "llm_prefill", "llm_decode")) return 1;
     if (llm_run(ctx, o, r, CLF_F16, CLF_F16, "llm_prefill_f16", "llm_decode_f16")) return 1;
     if (llm_run(ctx, o, r, CLF_Q8_0, CLF_F16, "llm_prefill_q8_0", "llm_decode_q8_0")) return 1;
-    return llm_run(ctx, o, r, CLF_Q4_0, CLF_F16, "llm_prefill_q4_0", "llm_decode_q4_0");
+    if (llm_run(ctx, o, r, CLF_Q4_0, CLF_F16, "llm_prefill_q4_0", "llm_decode_q4_0")) return 1;
+    return llm_run(ctx, o, r, CLF_Q4_K, CLF_F16, "llm_prefill_q4_k", "llm_decode_q4_k");
 }

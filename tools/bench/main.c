@@ -36,6 +36,7 @@ static void usage(FILE *f) {
                "                  encoder_layer, decoder_step, llm_prefill, llm_decode,\n"
                "                  llm_prefill_f16, llm_decode_f16, llm_prefill_q8_0,\n"
                "                  llm_decode_q8_0, llm_prefill_q4_0, llm_decode_q4_0,\n"
+               "                  llm_prefill_q4_k, llm_decode_q4_k,\n"
                "                  model_minilm,\n"
                "                  model_minilm_f16 ($CLF_MODEL_DIR, else models/all-MiniLM-L6-v2)\n"
                "  --all-devices   every device in turn, each with its own ceilings (simulators\n"

@@ -26,8 +26,9 @@ static void usage(FILE *f) {
             "                  else the first GPU, else the first CPU)\n"
             "  --model DIR     sentence-transformers model folder (default $CLF_MODEL_DIR, else\n"
             "                  " DEFAULT_MODEL ")\n"
-            "  --weights TYPE  the linear weights on the device: f32 (default), f16, bf16, q8_0\n"
-            "                  or q4_0 (quantized at load as ggml does; math in fp32)\n"
+            "  --weights TYPE  the linear weights on the device: f32 (default), f16, bf16, q8_0,\n"
+            "                  q4_0, q4_k or q6_k (quantized at load as clf_quantize does;\n"
+            "                  math in fp32)\n"
             "  --similarity    print the cosine-similarity matrix instead of the embeddings\n"
             "  --tokens        print the token ids of each sentence instead\n"
             "  --help          this text\n");
@@ -68,7 +69,8 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             if (clf_dtype_from_name(v, &lp.weight_dtype) != CLF_SUCCESS) {
                 fprintf(stderr,
-                        "clformer-embed: --weights takes f32, f16, bf16, q8_0 or q4_0, not '%s'\n",
+                        "clformer-embed: --weights takes f32, f16, bf16, q8_0, q4_0, q4_k or q6_k, "
+                        "not '%s'\n",
                         v);
                 return 2;
             }

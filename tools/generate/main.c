@@ -21,6 +21,37 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* --stats: the weight matrices' storage types, e.g. "weights: 74 Q4_K (91.2 MB), 12 Q6_K". */
+static void print_weights(const clf_lm *m) {
+    int64_t n = 0;
+    if (clf_lm_weights(m, NULL, 0, &n) != CLF_SUCCESS || n < 1) return;
+    clf_lm_weight *w = malloc(sizeof(clf_lm_weight) * (size_t)n);
+    if (!w || clf_lm_weights(m, w, n, &n) != CLF_SUCCESS) {
+        free(w);
+        return;
+    }
+    fprintf(stderr, "weights:");
+    int first = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int seen = 0; /* each type once, at its first tensor */
+        for (int64_t j = 0; j < i && !seen; j++)
+            seen = w[j].dtype == w[i].dtype;
+        if (seen) continue;
+        int64_t count = 0;
+        double bytes = 0.0;
+        for (int64_t j = i; j < n; j++)
+            if (w[j].dtype == w[i].dtype) {
+                count++;
+                bytes += (double)w[j].bytes;
+            }
+        fprintf(stderr, "%s %lld %s (%.1f MB)", first ? "" : ",", (long long)count,
+                clf_dtype_name(w[i].dtype), bytes / 1e6);
+        first = 0;
+    }
+    fprintf(stderr, "\n");
+    free(w);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: clformer-generate --model DIR|FILE.gguf [options] \"prompt\"\n"
@@ -34,15 +65,17 @@ static void usage(FILE *f) {
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
             "  --weights TYPE           the linear weights on the device: f32 (default), f16,\n"
-            "                           bf16, q8_0 or q4_0 (quantized at load as ggml does;\n"
-            "                           math in fp32; a GGUF file's F32 weights only)\n"
+            "                           bf16, q8_0, q4_0, q4_k or q6_k (quantized at load as\n"
+            "                           clf_quantize does; math in fp32; a GGUF file's F32\n"
+            "                           weights only)\n"
             "  --cache f32|f16          the KV cache (default f32)\n"
             "  --temperature T          0: greedy (default); > 0 samples\n"
             "  --top-k K, --top-p P     keep the K most likely / the smallest set of mass P\n"
             "  --repetition-penalty R   > 1 discourages repeated tokens (default 1)\n"
             "  --seed S                 sampling seed (default 0)\n"
             "  --ignore-eos             do not stop at the model's end-of-sequence token\n"
-            "  --stats                  print prompt and generation tokens/s to stderr\n"
+            "  --stats                  print the weights' types, prompt and generation tokens/s\n"
+            "                           to stderr\n"
             "  --ids \"1 2 3\"            feed token ids instead of a text prompt\n"
             "  --print-ids              print the generated ids on one line instead of text\n"
             "  --tokenize \"text\"        print the ids of text as a prompt (with the template's\n"
@@ -157,7 +190,7 @@ int main(int argc, char **argv) {
             clf_dtype *dt = w ? &lp.weight_dtype : &lp.cache_dtype;
             if (clf_dtype_from_name(v, dt) != CLF_SUCCESS) { /* the loader refuses other types */
                 fprintf(stderr, "clformer-generate: %s takes %s, not '%s'\n", a,
-                        w ? "f32, f16, bf16, q8_0 or q4_0" : "f32 or f16", v);
+                        w ? "f32, f16, bf16, q8_0, q4_0, q4_k or q6_k" : "f32 or f16", v);
                 bad = 1;
             }
         } else if (strcmp(a, "--ids") == 0 && has) {
@@ -262,6 +295,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-generate: %s\n", clf_context_last_error(ctx));
         goto done;
     }
+    if (stats) print_weights(m);
     if (tok && !print_ids && clf_bpe_stream_create(tok, 1, &r.stream) != CLF_SUCCESS) goto done;
     out = malloc(sizeof(int32_t) * (size_t)(gp.max_new_tokens > 0 ? gp.max_new_tokens : 1));
     if (!out) goto done;
