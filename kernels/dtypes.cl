@@ -64,15 +64,6 @@ static inline float clf_scale(const __global uchar *p, int i) {
     return as_float(as_uint(f) | ((h & 0x8000u) << 16));
 }
 
-/* clf_scale's conversion of 16 fp16 bit patterns at once (the panels' scales, 16 columns). */
-static inline float16 clf_half16(uint16 h) {
-    const uint16 a = (h & 0x7fffu) << 13, e = a & 0x0f800000u;
-    float16 f = as_float16(a + 0x38000000u);
-    f = select(f, as_float16(a + 0x70000000u), e == 0x0f800000u);
-    f = select(f, as_float16(a + 0x38800000u) - 0x1p-14f, e == 0u);
-    return as_float16(as_uint16(f) | ((h & 0x8000u) << 16));
-}
-
 /* BF16: the top half of a float. */
 static inline float clf_bf16_1(const __global ushort *p) {
     return as_float((uint)p[0] << 16);
@@ -235,75 +226,90 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
 /* ---------------------------------------------------------------- panels
  * The CPU packed style (linear.cl's linear_packed) takes block types as panels: the blocks of PW
  * consecutive rows (one output column each) transposed, so that byte p of block j of column c
- * lies at panel + (j DT_BYTES + p) PW + c, and every byte of a block type's layout is read for 16
+ * lies at panel + (j DT_BYTES + p) PW + c, and every byte of a block type's layout is read for VW
  * columns with one vector load (the same bytes as the rows, in another order). Each block type
- * defines, for 16 columns c0 .. c0 + 15 of block pb:
+ * defines, for VW columns c0 .. c0 + VW - 1 of block pb:
  *   DT_SUB                    elements sharing a scale (32; Q6_K 16)
  *   dt_panel_sm(pb, pw, g, c0, &m)  the scale s of scale group g and the min term m, so that
  *                             weight e = s q_e - m (exactly: s q_e - m fits a float)
  *   dt_panel_q(pb, pw, e, c0)  the integers q_e of element e.
- * Only 16-wide (VW 16: the CPUs' column); the host packs block types at no other width. */
-static inline uint16 clf_panel_u8(const __global uchar *pb, int pw, int p, int c0) {
-    return convert_uint16(vload16(0, pb + p * pw + c0));
-}
-/* The fp16 whose bytes are rows p, p + 1 (little-endian). */
-static inline float16 clf_panel_half(const __global uchar *pb, int pw, int p, int c0) {
-    return clf_half16(clf_panel_u8(pb, pw, p, c0) | (clf_panel_u8(pb, pw, p + 1, c0) << 8));
-}
+ * At VW 8 and 16 only (the CPUs' widths: AVX2, AVX-512); the host packs block types at no other
+ * width. */
+#if defined(VW) && (VW == 8 || VW == 16)
+#define uintV CLF_CAT(uint, VW)
+/* Byte p of VW columns as unsigned or signed integers, and the fp16 in bytes p, p + 1
+ * (little-endian) as floats, exactly as clf_scale converts one. */
+#define CLF_PANEL_HELPERS(N)                                                                       \
+    static inline uint##N clf_panel_u8(const __global uchar *pb, int pw, int p, int c0) {          \
+        return convert_uint##N(vload##N(0, pb + p * pw + c0));                                     \
+    }                                                                                              \
+    static inline float##N clf_panel_i8(const __global uchar *pb, int pw, int p, int c0) {         \
+        return convert_float##N(vload##N(0, (const __global char *)pb + p * pw + c0));             \
+    }                                                                                              \
+    static inline float##N clf_panel_half(const __global uchar *pb, int pw, int p, int c0) {       \
+        const uint##N h = clf_panel_u8(pb, pw, p, c0) | (clf_panel_u8(pb, pw, p + 1, c0) << 8);    \
+        const uint##N a = (h & 0x7fffu) << 13, e = a & 0x0f800000u;                                \
+        float##N f = as_float##N(a + 0x38000000u);                                                 \
+        f = select(f, as_float##N(a + 0x70000000u), e == 0x0f800000u);                             \
+        f = select(f, as_float##N(a + 0x38800000u) - 0x1p-14f, e == 0u);                           \
+        return as_float##N(as_uint##N(f) | ((h & 0x8000u) << 16));                                 \
+    }
+#define CLF_PANEL_HELPERS_(N) CLF_PANEL_HELPERS(N) /* VW expanded first */
+CLF_PANEL_HELPERS_(VW)
 #if DT == CLF_DT_Q8_0
 #define DT_SUB 32
-static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
-    *m = (float16)(0.0f);
+static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, floatV *m) {
+    *m = (floatV)(0.0f);
     return clf_panel_half(pb, pw, 0, c0);
 }
-static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    return convert_float16(vload16(0, (const __global char *)pb + (2 + e) * pw + c0));
+static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    return clf_panel_i8(pb, pw, 2 + e, c0);
 }
 #elif DT == CLF_DT_Q4_0
 #define DT_SUB 32
-static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
-    const float16 d = clf_panel_half(pb, pw, 0, c0);
+static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, floatV *m) {
+    const floatV d = clf_panel_half(pb, pw, 0, c0);
     *m = 8.0f * d;
     return d;
 }
-static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    return convert_float16((clf_panel_u8(pb, pw, 2 + (e & 15), c0) >> ((e >> 4) * 4)) & 15u);
+static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+    return convert_floatV((clf_panel_u8(pb, pw, 2 + (e & 15), c0) >> ((e >> 4) * 4)) & 15u);
 }
 #elif DT == CLF_DT_Q4_K
 #define DT_SUB 32
-static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
-    uint16 sc, mn;
+static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, floatV *m) {
+    uintV sc, mn;
     if (g < 4) {
         sc = clf_panel_u8(pb, pw, 4 + g, c0) & 63u;
         mn = clf_panel_u8(pb, pw, 8 + g, c0) & 63u;
     } else {
-        const uint16 hi = clf_panel_u8(pb, pw, 8 + g, c0);
+        const uintV hi = clf_panel_u8(pb, pw, 8 + g, c0);
         sc = (hi & 15u) | ((clf_panel_u8(pb, pw, g, c0) >> 6) << 4);
         mn = (hi >> 4) | ((clf_panel_u8(pb, pw, 4 + g, c0) >> 6) << 4);
     }
-    *m = clf_panel_half(pb, pw, 2, c0) * convert_float16(mn);
-    return clf_panel_half(pb, pw, 0, c0) * convert_float16(sc);
+    *m = clf_panel_half(pb, pw, 2, c0) * convert_floatV(mn);
+    return clf_panel_half(pb, pw, 0, c0) * convert_floatV(sc);
 }
-static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
     const int g = e >> 5;
-    return convert_float16(
+    return convert_floatV(
         (clf_panel_u8(pb, pw, 16 + 32 * (g >> 1) + (e & 31), c0) >> ((g & 1) * 4)) & 15u);
 }
 #elif DT == CLF_DT_Q6_K
 #define DT_SUB 16
-static inline float16 dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, float16 *m) {
-    const float16 s = clf_panel_half(pb, pw, 208, c0) *
-                      convert_float16(vload16(0, (const __global char *)pb + (192 + g) * pw + c0));
+static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, floatV *m) {
+    const floatV s = clf_panel_half(pb, pw, 208, c0) * clf_panel_i8(pb, pw, 192 + g, c0);
     *m = 32.0f * s;
     return s;
 }
-static inline float16 dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
+static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
     const int h = e >> 7, q = (e >> 5) & 3, l = e & 31;
-    const uint16 lo = clf_panel_u8(pb, pw, 64 * h + 32 * (q & 1) + l, c0) >> ((q >> 1) * 4);
-    const uint16 hi = clf_panel_u8(pb, pw, 128 + 32 * h + l, c0) >> (2 * q);
-    return convert_float16((lo & 15u) | ((hi & 3u) << 4));
+    const uintV lo = clf_panel_u8(pb, pw, 64 * h + 32 * (q & 1) + l, c0) >> ((q >> 1) * 4);
+    const uintV hi = clf_panel_u8(pb, pw, 128 + 32 * h + l, c0) >> (2 * q);
+    return convert_floatV((lo & 15u) | ((hi & 3u) << 4));
 }
 #endif
+#endif /* VW 8 or 16 */
 
 /* Width-VW forms, expanded where a kernel file that defines VW uses them. */
 #define dt_loadv(row, i) CLF_CAT(dt_load, VW)((row), (i))

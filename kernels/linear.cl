@@ -13,9 +13,9 @@
  * Weights are any storage type of dtypes.cl (DT, per call; the math is fp32): linear_rows and
  * linear_tiled take them as bytes with a row stride (w_rs) and read them through dt_load<N>, so a
  * block type (Q8_0, Q4_0, Q4_K, Q6_K) streams its blocks as stored. The packed kernels' panels
- * hold plain types as values (pack_panels) and, at VW 16 (CPUs), block types as their blocks
- * transposed (pack_blocks: byte p of the blocks of the panel's 16 PK_NV rows side by side, so one
- * vector load gives a byte of every column, and per scale group the kernel dequantizes PK_NV
+ * hold plain types as values (pack_panels) and, at VW 8 and 16 (CPUs), block types as their
+ * blocks transposed (pack_blocks: byte p of the blocks of the panel's VW PK_NV rows side by side,
+ * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
  * vectors of weights once for its PK_R rows; dtypes.cl, "panels").
  *
  * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
@@ -206,7 +206,7 @@ __kernel void pack_blocks(const __global uchar *w, const long w_rs, /* (out, in)
 }
 #endif /* DT_BLOCK == 1 */
 
-#if DT_BLOCK == 1 || VW == 16
+#if DT_BLOCK == 1 || VW == 8 || VW == 16
 /* The operands of the packed kernels: x (rows, in) with row stride x_rs and column stride x_ks
  * (clf_matmul's op(A): a transposed A swaps them), y (rows, out) with row stride y_rs, each of
  * the batch's matrices t at x_off + t * x_bs, t * wp_bs, y_off + t * y_bs (get_group_id(2)). */
@@ -370,7 +370,7 @@ LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
 LINEAR_PACKED(linear_packed_2, 2)
 LINEAR_PACKED(linear_packed_4, 4)
-#endif /* DT_BLOCK == 1 || VW == 16 */
+#endif /* DT_BLOCK == 1 || VW == 8 || VW == 16 */
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
  * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY

@@ -386,8 +386,8 @@ static void typed_shapes(int level) {
 /* Every type through linear_rows in four tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
- * prepared weights with the device's defaults (packed panels on CPUs) and packed in an odd style.
- */
+ * prepared weights with the device's defaults (packed panels on CPUs) and, for block types,
+ * packed at the CPU width the defaults do not take in an odd style. */
 static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
     static const int64_t styles[4][5] = {
         {0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}, {2, 3, 4, 16, 2}};
@@ -416,16 +416,21 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.TILED", tiled));
         g_prepared = 1;
         typed_shapes(level ? 2 : 1);
-        /* Packed panels on every device (a GPU's defaults do not pack): 16 columns a vector,
+        g_prepared = 0;
+        if (clf_dtype_block(g_type) == 1) continue; /* plain types' panels: test_linear */
+        g_prepared = 1;
+        /* Block types' panels on every device (a GPU's defaults do not pack): the CPU width the
+         * defaults do not take (8 columns a vector where they take 16, else 16: both on CPUs),
          * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2). */
         static const char *pk_names[] = {"linear.PACK", "linear.VW", "linear.PK_NV", "linear.PK_R",
                                          "linear.PK_GM"};
-        static const int64_t pk_style[] = {1, 16, 1, 3, 2};
+        int64_t pk_style[] = {1, 16, 1, 3, 2};
         int64_t pk_defaults[5];
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_get_tunable(g_ctx, pk_names[i], &pk_defaults[i]));
+        pk_style[1] = pk_defaults[1] == 16 ? 8 : 16;
+        for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
-        }
         typed_shapes(level ? 2 : 1);
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_defaults[i]));

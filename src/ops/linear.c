@@ -123,10 +123,11 @@ static clf_status check_weights(clf_context *ctx, const clf_tensor *w, const cha
     return clf__check_tensor(ctx, w, what, CLF_F32);
 }
 
-/* Panels (the packed kernels) hold plain types, and block types at 16 columns a vector (the
- * CPUs' width; kernels/dtypes.cl, "panels"). */
+/* Panels (the packed kernels) hold plain types, and block types at 8 or 16 columns a vector
+ * (the CPUs' widths; kernels/dtypes.cl, "panels"). */
 static bool packable(const clf_context *ctx, clf_dtype t) {
-    return clf_dtype_block(t) == 1 || clf__tun(ctx, CLF_T_LINEAR_VW) == 16;
+    const int64_t vw = clf__tun(ctx, CLF_T_LINEAR_VW);
+    return clf_dtype_block(t) == 1 || vw == 8 || vw == 16;
 }
 
 bool clf__linear_packs(const clf_context *ctx, clf_dtype t) {
@@ -317,7 +318,7 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     if (w->ndim != 2) return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH, "pack: w must be (out, in)");
     if (!packable(ctx, w->dtype))
         return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "pack: %s weights are packed into panels at linear.VW 16 only",
+                         "pack: %s weights are packed into panels at linear.VW 8 or 16 only",
                          clf_dtype_name(w->dtype));
     const int64_t out = w->shape[0], in = w->shape[1];
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
