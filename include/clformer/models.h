@@ -259,8 +259,7 @@ typedef struct clf_lm_weight {
 } clf_lm_weight;
 /* Writes up to cap entries to out and their total number to *count (cap 0, out NULL: count
  * only). Norms and biases (F32) are not listed. */
-CLF_API clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap,
-                                  int64_t *count);
+CLF_API clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int64_t *count);
 
 /* A state for `batch` sequences of up to max_len tokens each (<= max_positions), all empty. Its
  * caches are allocated now; the workspace grows with the tokens of a step. */
