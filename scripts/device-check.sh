@@ -5,17 +5,22 @@
 #   here:   scripts/device-check.sh --pack [DIR]     (after scripts/run.sh built BUILD_DIR)
 #           copies the test programs, the tools, libclformer and the shared libraries they need
 #           (CLBlast, cJSON, CMocka, the OpenCL ICD loader, libstdc++) into DIR (default
-#           devcheck/, git-ignored): about 20 MB, to carry along with the checkout.
+#           devcheck/, git-ignored): about 28 MB, to carry along with the checkout.
 #   there:  scripts/device-check.sh [--icd LIB] [--device SPEC] [DIR]
 #           points the ICD loader at the vendor driver (an .icd file naming LIB, default
-#           libnvidia-opencl.so.1, in a folder given by OCL_ICD_VENDORS), runs every test program
-#           and `clformer-bench --quick --json`, and prints a summary. Under 8 minutes on a GPU.
+#           libnvidia-opencl.so.1, in a folder given by OCL_ICD_VENDORS), runs every test (each
+#           test of a program as its own process) and `clformer-bench --quick --json`, and prints
+#           a summary. 177 s on an H200 with 16 host cores and CLF_DEVCHECK_JOBS=12 (2026-12-04).
 #   dry run: scripts/device-check.sh --local [DIR]
 #           the same steps against this machine's own drivers (CI runs it on PoCL).
 #
 # Results go to $OUT if set (the device tool's output folder), else DIR/results: tests.log,
-# bench.json, bench.txt, summary.txt. Exit status: 0 when every test passed (or skipped for a
-# missing model) and the benchmark ran.
+# bench.json, bench.txt, summary.txt (a line per program as each ends, so a run stopped from
+# outside still leaves what it finished). Exit status: 0 when every test passed (or skipped for a
+# missing model) and the benchmark ran. Limits, for a lease of a few minutes:
+# CLF_DEVCHECK_TEST_TIMEOUT (s per test program, default 600), CLF_DEVCHECK_BENCH_TIMEOUT (s,
+# default 900), CLF_DEVCHECK_JOBS (test programs side by side, default min(cores, 4)),
+# CLF_DEVCHECK_ONLY (a bash regular expression: only the programs whose names match).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -104,36 +109,68 @@ fi
 
 pass=0 fail=0 skip=0 failed=""
 : >"$out/tests.log"
-# Test programs run side by side, up to one per core (at most 4): most of a cold run is kernel
-# compiles on the host. test_bench times the library, so it runs alone, last.
+# Test programs run side by side, up to one per core (at most 4 by default): most of a cold run is
+# kernel compiles on the host. A program of several tests runs each as its own process
+# (CLF_TEST_LIST / CLF_TEST_ONLY of the harness), so one long program (test_attention: 300+ s on
+# an H200 in one process, most of it NVIDIA's compiler) no longer sets the pace. test_bench
+# times the library, so it runs alone, last.
 logs=$(mktemp -d)
 jobs_max=$(nproc)
 [ "$jobs_max" -gt 4 ] && jobs_max=4
-run_one() { # run_one PROGRAM: its output, exit status and seconds into $logs/NAME.*
-    local t=$1 name args t0=$SECONDS
+jobs_max=${CLF_DEVCHECK_JOBS:-$jobs_max}
+test_timeout=${CLF_DEVCHECK_TEST_TIMEOUT:-600}
+: >"$out/summary.txt"
+run_one() { # run_one PROGRAM [TEST]: its output, exit status and seconds into $logs/UNIT.*
+    local t=$1 only=${2:-} name unit args t0=$SECONDS
     name=$(basename "$t")
+    unit=$name${only:+.$only}
     case "$name" in
     replay_*) args="$PWD/tests/fuzz/corpus/${name#replay_}" ;;
     *) args="" ;;
     esac
     # shellcheck disable=SC2086
-    timeout 600 "$t" $args >"$logs/$name.log" 2>&1
-    echo $? >"$logs/$name.rc"
-    echo $((SECONDS - t0)) >"$logs/$name.s"
+    CLF_TEST_ONLY=$only timeout "$test_timeout" "$t" $args >"$logs/$unit.log" 2>&1
+    local rc=$?
+    echo $rc >"$logs/$unit.rc"
+    echo $((SECONDS - t0)) >"$logs/$unit.s"
+    # Progress as it happens: one short line each, appended whole.
+    printf 'done %-48s rc %3d %4d s\n' "$unit" "$rc" $((SECONDS - t0)) >>"$out/summary.txt"
+    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+        { echo "=== $unit: exit $rc (last 150 lines)" && tail -n 150 "$logs/$unit.log"; } >"$logs/$unit.fail"
+        cat "$logs/$unit.fail" >>"$out/failures.log"
+    fi
 }
-programs=()
+units=() # "PROGRAM" or "PROGRAM TEST"
 for t in "$dir"/bin/test_* "$dir"/bin/replay_*; do
     [ "$(basename "$t")" = test_bench ] && continue
-    programs+=("$t")
-    run_one "$t" &
+    [[ "$(basename "$t")" =~ ${CLF_DEVCHECK_ONLY:-.} ]] || continue
+    names=""
+    # The harness's list: a header line, then a name a line (a program without the harness runs
+    # its tests instead, and prints no header).
+    case "$(basename "$t")" in test_*) names=$(CLF_TEST_LIST=1 timeout 60 "$t" 2>/dev/null) ;; esac
+    if [[ "$(echo "$names" | head -n 1)" == "clformer tests of "* ]] &&
+        [ "$(echo "$names" | grep -c .)" -gt 2 ]; then
+        names=$(echo "$names" | tail -n +2)
+        for n in $names; do units+=("$t $n"); done
+    else
+        units+=("$t")
+    fi
+done
+for u in "${units[@]}"; do
+    # shellcheck disable=SC2086
+    run_one $u &
     while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
 done
 wait
-[ -x "$dir/bin/test_bench" ] && programs+=("$dir/bin/test_bench") && run_one "$dir/bin/test_bench"
-for t in "${programs[@]}"; do
-    name=$(basename "$t")
-    cat "$logs/$name.log" >>"$out/tests.log"
-    rc=$(cat "$logs/$name.rc")
+if [ -x "$dir/bin/test_bench" ] && [[ test_bench =~ ${CLF_DEVCHECK_ONLY:-.} ]]; then
+    units+=("$dir/bin/test_bench")
+    run_one "$dir/bin/test_bench"
+fi
+for u in "${units[@]}"; do
+    read -r t only <<<"$u"
+    unit=$(basename "$t")${only:+.$only}
+    cat "$logs/$unit.log" >>"$out/tests.log"
+    rc=$(cat "$logs/$unit.rc")
     if [ "$rc" -eq 0 ]; then
         pass=$((pass + 1))
         status=passed
@@ -142,15 +179,17 @@ for t in "${programs[@]}"; do
         status=skipped
     else
         fail=$((fail + 1))
-        failed="$failed $name"
+        failed="$failed $unit"
         status="FAILED ($rc)"
     fi
-    printf '%-28s %-12s %4d s\n' "$name" "$status" "$(cat "$logs/$name.s")" | tee -a "$out/summary.txt"
+    printf '%-48s %-12s %4d s\n' "$unit" "$status" "$(cat "$logs/$unit.s")" | tee -a "$out/summary.txt"
 done
 rm -rf "$logs"
 
 bench_rc=0
-timeout 900 "$dir/bin/clformer-bench" --quick --json "$out/bench.json" >"$out/bench.txt" \
+line_buffered=""
+command -v stdbuf >/dev/null && line_buffered="stdbuf -oL"
+timeout "${CLF_DEVCHECK_BENCH_TIMEOUT:-900}" $line_buffered "$dir/bin/clformer-bench" --quick --json "$out/bench.json" >"$out/bench.txt" \
     2>"$out/bench.log" || bench_rc=$?
 
 {

@@ -210,6 +210,7 @@ void clf_context_free(clf_context *ctx) {
         clReleaseProgram(ctx->progs[i].program);
     free(ctx->progs);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
+    if (ctx->ran_clblast) clf__gemm_release();
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
     free(ctx->cache_dir);
     if (ctx->tuning) free(ctx->tuning->dir);

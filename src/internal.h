@@ -301,7 +301,8 @@ struct clf_context {
      * work-item (attention over many keys, row reductions, argmax) split their work to stay
      * within it. Half the hard limit, for loops the estimates do not count. */
     int64_t loop_budget;
-    cl_mem scratch; /* grow-only device scratch (attention partials) */
+    int ran_clblast; /* CLBlast's cache then holds cl_ctx: clf__gemm_release at free */
+    cl_mem scratch;  /* grow-only device scratch (attention partials) */
     size_t scratch_bytes;
 };
 
@@ -400,6 +401,7 @@ void clf__gemm_tuning_register(clf_context *ctx);
  * per device for the whole process). On failure the lock is not held. */
 clf_status clf__gemm_lock(clf_context *ctx);
 void clf__gemm_unlock(void);
+void clf__gemm_release(void);
 /* Linear layers with weights packed once (CPUs, linear.PACK): w (out, in) into panels of
  * linear.PK_NV x VW output columns, a (panels, in, width) tensor (block types: (panels, width,
  * in), each block of width rows transposed); then y = act(x W^T + b)

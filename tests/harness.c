@@ -70,6 +70,19 @@ void harness_under_loop_budget(void (*body)(void **state), void **state, int64_t
     clf__loop_budget_set(g_ctx, clf__device_loop_budget(&info));
 }
 
+void harness_free_checked(clf_context *ctx, const char *when) {
+    cl_context cl = clf_context_cl_context(ctx);
+    cl_uint refs = 0;
+    assert_int_equal(clRetainContext(cl), CL_SUCCESS);
+    clf_context_free(ctx);
+    assert_int_equal(clGetContextInfo(cl, CL_CONTEXT_REFERENCE_COUNT, sizeof(refs), &refs, NULL),
+                     CL_SUCCESS);
+    clReleaseContext(cl);
+    if (refs != 1)
+        fail_msg("%s: %u references to the cl_context remain after clf_context_free (1 expected)",
+                 when, refs);
+}
+
 int harness_in_ci(void) {
     const char *ci = getenv("CI");
     return ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0;
@@ -108,6 +121,15 @@ static int run_listed(const char *name, const struct CMUnitTest *tests, size_t c
 }
 
 int harness_run(const char *name, const struct CMUnitTest *tests, size_t count) {
+    /* CLF_TEST_LIST=1: print a header line and the test names, a line each, and run nothing
+     * (device-check.sh runs a long program's tests as separate processes side by side this way). */
+    const char *list = getenv("CLF_TEST_LIST");
+    if (list && *list && strcmp(list, "0") != 0) {
+        printf("clformer tests of %s:\n", name); /* what the script looks for */
+        for (size_t i = 0; i < count; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
     uint32_t n = 0;
     if (clf_device_list(NULL, 0, &n) != CLF_SUCCESS || n == 0) {
         if (harness_in_ci()) {

@@ -102,6 +102,12 @@ void harness_under_wg_caps(void (*body)(void **state), void **state);
  * the same paths), then restores the device's own. */
 void harness_under_loop_budget(void (*body)(void **state), void **state, int64_t budget);
 
+/* Frees ctx and fails (naming `when`) unless that released its cl_context: a buffer, program,
+ * kernel, queue or event leaked on some path, or a library's cache (CLBlast's), keeps the
+ * cl_context alive, and on NVIDIA each is a CUDA context (the fault walks ran out of them at about
+ * 100 contexts, CL_OUT_OF_HOST_MEMORY). */
+void harness_free_checked(clf_context *ctx, const char *when);
+
 /* Tunable styles every op test runs: PoCL's (one work-item per row, float16), a GPU's (float4,
  * 64 work-items per row, local-memory tree), and an odd one (scalar loads, 2 per row). */
 typedef struct {

@@ -131,7 +131,7 @@ static void test_fault_walk(void **state) {
             clf_status st = workload(ctx, &in, &got, &op, &untouched);
             if (st == CLF_SUCCESS) { /* the walk passed the last call of this kind */
                 assert_memory_equal(&got, &base, sizeof(got));
-                clf_context_free(ctx);
+                harness_free_checked(ctx, kinds[k]);
                 fprintf(stderr, "faults: %s: %lld calls, each failure handled\n", kinds[k],
                         (long long)n);
                 assert_true(n > 0);
@@ -152,7 +152,9 @@ static void test_fault_walk(void **state) {
                 fail_msg("after %s fault %lld: %s failed: %s", kinds[k], (long long)n, op,
                          clf_context_last_error(ctx));
             assert_memory_equal(&got, &base, sizeof(got));
-            clf_context_free(ctx);
+            char when[64];
+            snprintf(when, sizeof(when), "%s fault %lld", kinds[k], (long long)n);
+            harness_free_checked(ctx, when);
         }
     }
     assert_true(total > 20);
@@ -236,7 +238,7 @@ static void test_fault_walk_model(void **state) {
             clf_status st = model_workload(ctx, got, &op, &len);
             if (st == CLF_SUCCESS) {
                 assert_memory_equal(got, base, sizeof(got));
-                clf_context_free(ctx);
+                harness_free_checked(ctx, names[k]);
                 fprintf(stderr, "faults: model %s: %lld calls, each failure handled\n", names[k],
                         (long long)n);
                 assert_true(n > 10);
@@ -254,7 +256,9 @@ static void test_fault_walk_model(void **state) {
                 fail_msg("after model %s fault %lld: %s failed: %s", names[k], (long long)n, op,
                          clf_context_last_error(ctx));
             assert_memory_equal(got, base, sizeof(got));
-            clf_context_free(ctx);
+            char when[64];
+            snprintf(when, sizeof(when), "model %s fault %lld", names[k], (long long)n);
+            harness_free_checked(ctx, when);
         }
     }
 }

@@ -127,6 +127,27 @@ static void test_matmul_routes(void **state) {
     CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack0));
 }
 
+/* A context that ran CLBlast lets go of its cl_context when freed (CLBlast's program cache
+ * retained it: one CUDA context leaked per clformer context on NVIDIA). */
+static void test_clblast_releases_context(void **state) {
+    (void)state;
+    clf_context_params p = clf_context_default_params(); /* $CLF_DEVICE, as g_ctx */
+    clf_context *ctx = NULL;
+    CLF_OK(clf_context_create(&ctx, &p));
+    CLF_OK(clf_context_set_tunable(ctx, "linear.PACK", 0));
+    int64_t sa[2] = {5, 7}, sb[2] = {7, 3}, sc[2] = {5, 3};
+    clf_tensor *a = NULL, *b = NULL, *c = NULL;
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, sa, &a));
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, sb, &b));
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, sc, &c));
+    CLF_OK(clf_matmul(ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1.0f, a, b, 0.0f, c));
+    CLF_OK(clf_context_finish(ctx));
+    clf_tensor_free(a);
+    clf_tensor_free(b);
+    clf_tensor_free(c);
+    harness_free_checked(ctx, "a context that ran CLBlast");
+}
+
 /* Per-head products straight out of a fused QKV projection (B, N, 3 * H * Dh): for each batch,
  * H products Q_h K_h^T of (N, Dh) x (Dh, N), with row stride 3 H Dh and head stride Dh. */
 static void test_strided_heads(void **state) {
@@ -187,6 +208,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_batched),
         cmocka_unit_test(test_strided_heads),
         cmocka_unit_test(test_matmul_routes),
+        cmocka_unit_test(test_clblast_releases_context),
     };
     return HARNESS_RUN("gemm", tests);
 }

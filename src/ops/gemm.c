@@ -133,6 +133,7 @@ clf_status clf_gemm_strided_batched(clf_context *ctx, clf_transpose ta, clf_tran
         return clf__cl_fail(ctx, CL_OUT_OF_RESOURCES, "CLBlastSgemm (injected fault)");
     clf_status lst = clf__gemm_lock(ctx);
     if (lst != CLF_SUCCESS) return lst;
+    ctx->ran_clblast = 1;
     if (batch == 1)
         s = CLBlastSgemm(CLBlastLayoutRowMajor, tr(ta), tr(tb), (size_t)m, (size_t)n, (size_t)k,
                          alpha, a->mem, (size_t)a_offset, (size_t)lda, b->mem, (size_t)b_offset,

@@ -139,6 +139,17 @@ void clf__gemm_unlock(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* CLBlast keeps each program it builds in a process-wide cache, and every program there retains
+ * its cl_context: a clformer context that ran CLBlast would outlive clf_context_free (on NVIDIA a
+ * CUDA context each; the fault walks ran out of them at about 100, CL_OUT_OF_HOST_MEMORY).
+ * CLBlast can only drop its whole cache, so other live contexts rebuild their GEMM programs on
+ * next use; the parameter overrides stay (they live elsewhere in CLBlast). */
+void clf__gemm_release(void) {
+    pthread_mutex_lock(&lock);
+    CLBlastClearCache();
+    pthread_mutex_unlock(&lock);
+}
+
 /* Reads `count` named non-negative integers (<= 4096) from object obj. */
 static bool read_group(const cJSON *obj, const char *const *names, size_t count, size_t *out) {
     if (!cJSON_IsObject(obj)) return false;
