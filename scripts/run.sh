@@ -65,7 +65,14 @@ if [ "$oclgrind" = 1 ]; then
     # took 773 s with -j2 against 659 s with -j1 on 2 cores, CI runs of 2026-12-03 and -01).
     exec ctest --output-on-failure -j1 -L oclgrind
 fi
-[ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE oclgrind
+# On rusticl the command-line tools' tests (label cli: their host code, and models whose kernels
+# test_minilm and test_lm already run there) are left out: they run on PoCL, with and without
+# the sanitizers, and took 126 s of llvmpipe in CI.
+exclude=oclgrind
+case "$(echo "${CLF_DEVICE:-}" | tr '[:upper:]' '[:lower:]')" in
+*rusticl* | *llvmpipe*) exclude='oclgrind|cli' ;;
+esac
+[ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE "$exclude"
 
 # LeakSanitizer's own stop-the-world tracer sometimes crashes at exit ("Tracer caught signal 11",
 # "LeakSanitizer has encountered a fatal error") after every test in the program has passed: a

@@ -97,6 +97,13 @@ static double check_logits(const char *what, const char *model, const float *got
 typedef void (*model_case)(const char *name, clf_lm *m, const clf_lm_info *info, const ref *r);
 static void for_each_model(model_case body) {
     for (size_t mi = 0; mi < N_MODELS; mi++) {
+        /* On a simulator (the Oclgrind label: races and bounds, not numbers) the families whose
+         * kernels the others run already: llama's (MHA, RMSNorm, RoPE, SwiGLU) are llama_gqa's
+         * but for the head count, qwen2's QKV biases are gpt2's biased linears (oclgrind_lm
+         * took 230 s of CI with all five). */
+        if (harness_on_simulator() &&
+            (strcmp(k_models[mi], "llama") == 0 || strcmp(k_models[mi], "qwen2") == 0))
+            continue;
         clf_lm_info info;
         clf_lm *m = load_model(k_models[mi], &info);
         ref r;

@@ -143,11 +143,16 @@ static void test_sample(void **state) {
     const int64_t ks[] = {0, 1, 5, 50};
     const float ps[] = {1.0f, 0.9f, 0.3f};
     g_compared = g_skipped = 0;
+    const int sim = harness_on_simulator();
     for (size_t vi = 0; vi < sizeof(Vs) / sizeof(Vs[0]); vi++)
         for (size_t ti = 0; ti < 3; ti++)
             for (size_t ki = 0; ki < 4; ki++)
                 for (size_t pi = 0; pi < 3; pi++) {
                     if (temps[ti] == 0.0f && (ki || pi)) continue; /* greedy ignores them */
+                    /* On a simulator (races and bounds: the kernels take k and p as numbers)
+                     * half the top-k/top-p pairs at the two large vocabularies: oclgrind_sample
+                     * took 155 s in CI. */
+                    if (sim && vi >= 3 && (ki + pi) % 2) continue;
                     clf_sampling_params p = clf_sampling_default_params();
                     p.temperature = temps[ti];
                     p.top_k = ks[ki];
