@@ -7,10 +7,9 @@
  * u64 ne[n_dims], u32 ggml type, u64 offset into the data; the data at the next multiple of
  * general.alignment (u32, default 32), each tensor's offset a multiple of it. clf__gguf_parse
  * checks all of it against the buffer before anything is used; the fuzz target runs it on any
- * bytes.
+ * bytes. The metadata getters, tensor lookup and loads: gguf_meta.c.
  */
-#define _DEFAULT_SOURCE /* madvise */
-#include "internal.h"
+#include "gguf.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -44,33 +43,6 @@ static const struct {
 };
 #define N_GGML_TYPES (int)(sizeof(k_ggml_types) / sizeof(k_ggml_types[0]))
 
-/* Bytes of one value of a fixed-size metadata type, 0 for strings, arrays and unknown types. */
-static uint64_t value_size(uint32_t t) {
-    static const unsigned char sz[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    return t < 13 ? sz[t] : 0;
-}
-
-typedef struct gguf_kv {
-    char *key;
-    uint32_t type;
-    uint64_t at;       /* the value's offset (an array's: its first element) */
-    uint32_t elem;     /* arrays: element type */
-    uint64_t count;    /* arrays: element count */
-    uint64_t *strings; /* string arrays: each element's offset (its u64 length first) */
-} gguf_kv;
-
-struct clf_gguf {
-    const unsigned char *data; /* the mapping (or the fuzzer's buffer) */
-    size_t size;
-    int mapped;
-    uint32_t version;
-    uint64_t alignment, data_start;
-    size_t n_kv, n_t;
-    gguf_kv *kv;
-    clf_gguf_tensor *t;
-    size_t *by_name; /* tensor indices sorted by name (lookup) */
-};
-
 /* ---------------------------------------------------------------- parsing */
 
 typedef struct cursor {
@@ -86,21 +58,15 @@ static bool need(cursor *c, uint64_t n, const char *what) {
              (unsigned long long)n, c->size - c->at);
     return false;
 }
-static uint32_t rd32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const unsigned char *p) {
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
 static bool u32(cursor *c, uint32_t *v, const char *what) {
     if (!need(c, 4, what)) return false;
-    *v = rd32(c->p + c->at);
+    *v = clf__gguf_rd32(c->p + c->at);
     c->at += 4;
     return true;
 }
 static bool u64(cursor *c, uint64_t *v, const char *what) {
     if (!need(c, 8, what)) return false;
-    *v = rd64(c->p + c->at);
+    *v = clf__gguf_rd64(c->p + c->at);
     c->at += 8;
     return true;
 }
@@ -127,7 +93,7 @@ static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
             return false;
         }
         if (!u32(c, &et, key) || !u64(c, &n, key)) return false;
-        const uint64_t es = value_size(et);
+        const uint64_t es = clf__gguf_value_size(et);
         if (es) { /* fixed-size elements: one check */
             if (n > (c->size - c->at) / es) {
                 clf__msg(c->err, c->es,
@@ -153,11 +119,12 @@ static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
             if (!skip_value(c, et, depth + 1, key)) return false;
         return true;
     }
-    if (!value_size(t)) {
+    if (!clf__gguf_value_size(t)) {
         clf__msg(c->err, c->es, "key \"%s\": unknown value type %u", key, t);
         return false;
     }
-    return need(c, value_size(t), key) && (c->at += (size_t)value_size(t), true);
+    return need(c, clf__gguf_value_size(t), key) &&
+           (c->at += (size_t)clf__gguf_value_size(t), true);
 }
 
 static int cmp_kv(const void *a, const void *b) {
@@ -225,7 +192,7 @@ static clf_status parse_kvs(clf_gguf *g, cursor *c, uint64_t n_kv) {
                 uint64_t o = before + 12;
                 for (uint64_t e = 0; e < kv->count; e++) {
                     kv->strings[e] = o;
-                    o += 8 + rd64(c->p + o); /* checked by skip_value */
+                    o += 8 + clf__gguf_rd64(c->p + o); /* checked by skip_value */
                 }
             }
         } else {
@@ -242,7 +209,7 @@ static clf_status parse_kvs(clf_gguf *g, cursor *c, uint64_t n_kv) {
     return CLF_SUCCESS;
 }
 
-static const gguf_kv *find_kv(const clf_gguf *g, const char *key) {
+const gguf_kv *clf__gguf_find_kv(const clf_gguf *g, const char *key) {
     size_t lo = 0, hi = g->n_kv;
     while (lo < hi) {
         const size_t mid = (lo + hi) / 2;
@@ -411,9 +378,9 @@ clf_status clf__gguf_parse(const unsigned char *data, size_t size, clf_gguf *g, 
         return CLF_ERROR_BAD_FORMAT;
     clf_status st = parse_kvs(g, &c, n_kv);
     g->alignment = 32;
-    const gguf_kv *al = st == CLF_SUCCESS ? find_kv(g, "general.alignment") : NULL;
+    const gguf_kv *al = st == CLF_SUCCESS ? clf__gguf_find_kv(g, "general.alignment") : NULL;
     if (al) {
-        const uint32_t a = al->type == CLF_GGUF_U32 ? rd32(data + al->at) : 0;
+        const uint32_t a = al->type == CLF_GGUF_U32 ? clf__gguf_rd32(data + al->at) : 0;
         if (a == 0 || (a & (a - 1)) || a > (1u << 24)) {
             clf__msg(err, es, "key \"general.alignment\": must be a u32 power of two up to 2^24");
             st = CLF_ERROR_BAD_FORMAT;
@@ -430,12 +397,7 @@ clf_status clf__gguf_parse(const unsigned char *data, size_t size, clf_gguf *g, 
     return st;
 }
 
-static void set_err(clf_error *e, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void set_err(clf_error *e, const char *fmt, ...) {
+void clf__gguf_set_err(clf_error *e, const char *fmt, ...) {
     if (!e) return;
     va_list ap;
     va_start(ap, fmt);
@@ -446,7 +408,7 @@ static void set_err(clf_error *e, const char *fmt, ...) {
 clf_status clf_gguf_open(const char *path, clf_gguf **out, clf_error *e) {
     if (e) e->message[0] = '\0';
     if (!path || !out) {
-        set_err(e, "clf_gguf_open: path and out must not be NULL");
+        clf__gguf_set_err(e, "clf_gguf_open: path and out must not be NULL");
         return CLF_ERROR_INVALID_ARGUMENT;
     }
     *out = NULL;
@@ -454,20 +416,20 @@ clf_status clf_gguf_open(const char *path, clf_gguf **out, clf_error *e) {
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
-        set_err(e, "%s: cannot open as a file", path);
+        clf__gguf_set_err(e, "%s: cannot open as a file", path);
         return CLF_ERROR_IO;
     }
     const size_t size = (size_t)sb.st_size;
     void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
     if (size && map == MAP_FAILED) {
-        set_err(e, "%s: cannot map the file", path);
+        clf__gguf_set_err(e, "%s: cannot map the file", path);
         return CLF_ERROR_IO;
     }
     clf_gguf *g = malloc(sizeof(*g));
     if (!g) {
         if (map) munmap(map, size);
-        set_err(e, "out of host memory");
+        clf__gguf_set_err(e, "out of host memory");
         return CLF_ERROR_OUT_OF_MEMORY;
     }
     char why[1024] = "";
@@ -475,7 +437,7 @@ clf_status clf_gguf_open(const char *path, clf_gguf **out, clf_error *e) {
     if (st != CLF_SUCCESS) {
         if (map) munmap(map, size);
         free(g);
-        set_err(e, "%s: %s", path, why);
+        clf__gguf_set_err(e, "%s: %s", path, why);
         return st;
     }
     g->mapped = map != NULL;
@@ -494,260 +456,6 @@ void clf_gguf_free(clf_gguf *g) {
     free(g);
 }
 
-/* ---------------------------------------------------------------- metadata */
-
-uint32_t clf_gguf_version(const clf_gguf *g) {
-    return g ? g->version : 0;
-}
-size_t clf_gguf_kv_count(const clf_gguf *g) {
-    return g ? g->n_kv : 0;
-}
-const char *clf_gguf_key(const clf_gguf *g, size_t i) {
-    return g && i < g->n_kv ? g->kv[i].key : NULL;
-}
-clf_gguf_type clf_gguf_kv_type(const clf_gguf *g, size_t i) {
-    return g && i < g->n_kv ? (clf_gguf_type)g->kv[i].type : (clf_gguf_type)-1;
-}
-int64_t clf_gguf_find_key(const clf_gguf *g, const char *key) {
-    const gguf_kv *kv = g && key ? find_kv(g, key) : NULL;
-    return kv ? (int64_t)(kv - g->kv) : -1;
-}
-
-/* A value of fixed-size type t at p as an integer (bool too); false for floats or a U64 past
- * INT64_MAX. */
-static bool int_at(const unsigned char *p, uint32_t t, int64_t *v) {
-    switch (t) {
-    case CLF_GGUF_U8:
-    case CLF_GGUF_BOOL:
-        *v = p[0];
-        return true;
-    case CLF_GGUF_I8:
-        *v = (int8_t)p[0];
-        return true;
-    case CLF_GGUF_U16:
-        *v = (uint16_t)(p[0] | p[1] << 8);
-        return true;
-    case CLF_GGUF_I16:
-        *v = (int16_t)(uint16_t)(p[0] | p[1] << 8);
-        return true;
-    case CLF_GGUF_U32:
-        *v = rd32(p);
-        return true;
-    case CLF_GGUF_I32:
-        *v = (int32_t)rd32(p);
-        return true;
-    case CLF_GGUF_U64:
-        if (rd64(p) > (uint64_t)INT64_MAX) return false;
-        *v = (int64_t)rd64(p);
-        return true;
-    case CLF_GGUF_I64:
-        *v = (int64_t)rd64(p);
-        return true;
-    default:
-        return false;
-    }
-}
-static bool float_at(const unsigned char *p, uint32_t t, double *v) {
-    int64_t i;
-    if (t == CLF_GGUF_F32) {
-        const uint32_t b = rd32(p);
-        float f;
-        memcpy(&f, &b, 4);
-        *v = f;
-        return true;
-    }
-    if (t == CLF_GGUF_F64) {
-        const uint64_t b = rd64(p);
-        memcpy(v, &b, 8);
-        return true;
-    }
-    if (t == CLF_GGUF_U64) {
-        *v = (double)rd64(p);
-        return true;
-    }
-    if (!int_at(p, t, &i)) return false;
-    *v = (double)i;
-    return true;
-}
-
-/* The pair of key, or an error (not found; or not of the kind `want` names, for messages). */
-static clf_status lookup(const clf_gguf *g, const char *key, const gguf_kv **kv, clf_error *e) {
-    if (e) e->message[0] = '\0';
-    if (!g || !key) {
-        set_err(e, "GGUF: NULL argument");
-        return CLF_ERROR_INVALID_ARGUMENT;
-    }
-    if (!(*kv = find_kv(g, key))) {
-        set_err(e, "GGUF: no key \"%s\"", key);
-        return CLF_ERROR_NOT_FOUND;
-    }
-    return CLF_SUCCESS;
-}
-static clf_status wrong_type(const char *key, const char *want, clf_error *e) {
-    set_err(e, "GGUF: key \"%s\" is not %s", key, want);
-    return CLF_ERROR_BAD_FORMAT;
-}
-
-clf_status clf_gguf_get_int(const clf_gguf *g, const char *key, int64_t *out, clf_error *e) {
-    const gguf_kv *kv;
-    clf_status st = lookup(g, key, &kv, e);
-    if (st != CLF_SUCCESS) return st;
-    if (!out || !int_at(g->data + kv->at, kv->type, out))
-        return wrong_type(key, "an integer (of int64's range)", e);
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_get_float(const clf_gguf *g, const char *key, double *out, clf_error *e) {
-    const gguf_kv *kv;
-    clf_status st = lookup(g, key, &kv, e);
-    if (st != CLF_SUCCESS) return st;
-    if (!out || kv->type == CLF_GGUF_BOOL || !float_at(g->data + kv->at, kv->type, out))
-        return wrong_type(key, "a number", e);
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_get_string(const clf_gguf *g, const char *key, const char **s, size_t *len,
-                               clf_error *e) {
-    const gguf_kv *kv;
-    clf_status st = lookup(g, key, &kv, e);
-    if (st != CLF_SUCCESS) return st;
-    if (!s || !len || kv->type != CLF_GGUF_STRING) return wrong_type(key, "a string", e);
-    *len = (size_t)rd64(g->data + kv->at);
-    *s = (const char *)g->data + kv->at + 8;
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_get_array(const clf_gguf *g, const char *key, clf_gguf_type *elem,
-                              uint64_t *count, clf_error *e) {
-    const gguf_kv *kv;
-    clf_status st = lookup(g, key, &kv, e);
-    if (st != CLF_SUCCESS) return st;
-    if (kv->type != CLF_GGUF_ARRAY) return wrong_type(key, "an array", e);
-    if (elem) *elem = (clf_gguf_type)kv->elem;
-    if (count) *count = kv->count;
-    return CLF_SUCCESS;
-}
-
-/* Element i of the array under key, of fixed-size element type: its bytes. */
-static clf_status element(const clf_gguf *g, const char *key, uint64_t i, const gguf_kv **kv,
-                          const unsigned char **p, clf_error *e) {
-    clf_status st = lookup(g, key, kv, e);
-    if (st != CLF_SUCCESS) return st;
-    if ((*kv)->type != CLF_GGUF_ARRAY) return wrong_type(key, "an array", e);
-    if (i >= (*kv)->count) {
-        set_err(e, "GGUF: key \"%s\" has no element %llu", key, (unsigned long long)i);
-        return CLF_ERROR_OUT_OF_RANGE;
-    }
-    const uint64_t es = value_size((*kv)->elem);
-    *p = es ? g->data + (*kv)->at + i * es : NULL;
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_array_string(const clf_gguf *g, const char *key, uint64_t i, const char **s,
-                                 size_t *len, clf_error *e) {
-    const gguf_kv *kv;
-    const unsigned char *p;
-    clf_status st = element(g, key, i, &kv, &p, e);
-    if (st != CLF_SUCCESS) return st;
-    if (kv->elem != CLF_GGUF_STRING || !s || !len) return wrong_type(key, "an array of strings", e);
-    *len = (size_t)rd64(g->data + kv->strings[i]);
-    *s = (const char *)g->data + kv->strings[i] + 8;
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_array_float(const clf_gguf *g, const char *key, uint64_t i, double *out,
-                                clf_error *e) {
-    const gguf_kv *kv;
-    const unsigned char *p;
-    clf_status st = element(g, key, i, &kv, &p, e);
-    if (st != CLF_SUCCESS) return st;
-    if (!p || !out || kv->elem == CLF_GGUF_BOOL || !float_at(p, kv->elem, out))
-        return wrong_type(key, "an array of numbers", e);
-    return CLF_SUCCESS;
-}
-
-clf_status clf_gguf_array_int(const clf_gguf *g, const char *key, uint64_t i, int64_t *out,
-                              clf_error *e) {
-    const gguf_kv *kv;
-    const unsigned char *p;
-    clf_status st = element(g, key, i, &kv, &p, e);
-    if (st != CLF_SUCCESS) return st;
-    if (!p || !out || !int_at(p, kv->elem, out)) return wrong_type(key, "an array of integers", e);
-    return CLF_SUCCESS;
-}
-
-/* ---------------------------------------------------------------- tensors */
-
-size_t clf_gguf_tensor_count(const clf_gguf *g) {
-    return g ? g->n_t : 0;
-}
-const clf_gguf_tensor *clf_gguf_tensor_at(const clf_gguf *g, size_t i) {
-    return g && i < g->n_t ? &g->t[i] : NULL;
-}
-const clf_gguf_tensor *clf_gguf_tensor_find(const clf_gguf *g, const char *name) {
-    if (!g || !name) return NULL;
-    size_t lo = 0, hi = g->n_t;
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        const clf_gguf_tensor *t = &g->t[g->by_name[mid]];
-        const int r = strcmp(t->name, name);
-        if (r == 0) return t;
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
 const char *clf_gguf_type_name(int ggml_type) {
     return ggml_type >= 0 && ggml_type < N_GGML_TYPES ? k_ggml_types[ggml_type].name : NULL;
-}
-
-/* Drops the mapping's pages wholly inside [p, p + n) from this process's resident set once
- * their bytes are on the device (the file stays in the page cache; a later read faults them back
- * in), so a load's resident peak holds one tensor of the file at a time, not all of it. */
-void clf__release_pages(const void *p, size_t n) {
-#ifdef MADV_DONTNEED
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
-    const uintptr_t lo = (a + page - 1) / page * page, hi = (a + n) / page * page;
-    if (page > 0 && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
-clf_status clf_gguf_load(clf_context *ctx, const clf_gguf *g, const char *name, clf_tensor **out) {
-    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
-    clf__clear_error(ctx);
-    if (!g || !name || !out)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "clf_gguf_load: NULL argument");
-    *out = NULL;
-    const clf_gguf_tensor *t = clf_gguf_tensor_find(g, name);
-    if (!t) return clf__fail(ctx, CLF_ERROR_NOT_FOUND, "GGUF: no tensor \"%s\"", name);
-    if (t->dtype < 0)
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "GGUF: tensor \"%s\" is %s, a type clformer does not read (F32, F16, "
-                         "BF16, Q8_0, Q4_0, Q4_K, Q6_K)",
-                         name, k_ggml_types[t->ggml_type].name);
-    int64_t shape[4];
-    for (int d = 0; d < t->ndim; d++)
-        shape[d] = t->ne[t->ndim - 1 - d];
-    clf_tensor *x = NULL;
-    clf_status st = clf_tensor_create(ctx, (clf_dtype)t->dtype, t->ndim, shape, &x);
-    if (st == CLF_SUCCESS && clf_tensor_bytes(x) != t->bytes)
-        st = clf__fail(ctx, CLF_ERROR_INTERNAL, "GGUF: tensor \"%s\": sizes disagree", name);
-    if (st == CLF_SUCCESS) st = clf_tensor_write(x, t->data, (size_t)t->bytes);
-    if (st == CLF_SUCCESS) clf__release_pages(t->data, (size_t)t->bytes);
-    if (st != CLF_SUCCESS) {
-        clf_tensor_free(x);
-        return st;
-    }
-    *out = x;
-    return CLF_SUCCESS;
-}
-
-size_t clf__gguf_struct_size(void) {
-    return sizeof(clf_gguf);
 }
