@@ -582,21 +582,3 @@ clf_status clf__bpe_from_json(const cJSON *j, const char *path, clf_bpe **out, c
     *out = t;
     return CLF_SUCCESS;
 }
-
-int64_t clf_bpe_vocab_size(const clf_bpe *t) {
-    return t ? t->n_tok : 0;
-}
-
-int64_t clf_bpe_find(const clf_bpe *t, const char *token) {
-    return t && token ? clf__bpe_lookup(t, token, strlen(token)) : -1;
-}
-
-const char *clf_bpe_token(const clf_bpe *t, int64_t id) {
-    return t && id >= 0 && id < t->n_tok ? t->tok[id] : NULL;
-}
-
-int clf_bpe_is_special(const clf_bpe *t, int64_t id) {
-    for (size_t i = 0; t && i < t->n_add; i++)
-        if (t->add[i].id == id) return t->add[i].special;
-    return 0;
-}
