@@ -45,7 +45,8 @@
 #define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
 #endif
 
-/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]). Work-group (g0, g1) computes output columns
+/* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]), y[r, o] at y[y_off + r y_rs + o] (a part of a
+ * stack writes its own columns of the stack's output). Work-group (g0, g1) computes output columns
  * g0 SK_OPI .. + SK_OPI - 1 of rows g1 SK_ROWS .. + SK_ROWS - 1 (dot products along i, both
  * operands contiguous); its SK_LW work-items split the length of a row of w (coalesced on GPUs)
  * and meet in a local-memory tree. */
@@ -54,7 +55,8 @@ linear_rows(const __global float *x,                              /* (total_rows
             const int total_rows, const __global uchar *w,        /* (out, in) rows of DT */
             const long w_rs,                                      /* bytes per row of w */
             const __global float *bias,                           /* (out); unused if !has_bias */
-            const int has_bias, const int act, __global float *y, /* (total_rows, out) */
+            const int has_bias, const int act, __global float *y, /* (total_rows, y_rs) */
+            const long y_off, const long y_rs, /* y's first output, its row stride */
             const int in, const int out) {
     const int l = (int)get_local_id(0);
     /* Grouped order: consecutive work-groups walk SK_GM row blocks of one column block, then
@@ -69,7 +71,7 @@ linear_rows(const __global float *x,                              /* (total_rows
     const long row0 = (long)(first + within % gm) * SK_ROWS;
     const int rows = min(SK_ROWS, (int)(total_rows - row0));
     x += row0 * (long)in;
-    y += row0 * (long)out;
+    y += y_off + row0 * y_rs;
     floatV acc[SK_OPI][SK_ROWS];
 #pragma unroll
     for (int j = 0; j < SK_OPI; j++)
@@ -157,7 +159,7 @@ linear_rows(const __global float *x,                              /* (total_rows
     for (int j = 0; j < SK_OPI && o0 + j < out; j++) {
         const float b = has_bias ? bias[o0 + j] : 0.0f;
         for (int r = 0; r < rows; r++)
-            y[r * (long)out + o0 + j] = act_s(s[j][r] + b, act);
+            y[r * y_rs + o0 + j] = act_s(s[j][r] + b, act);
     }
 }
 
@@ -372,7 +374,8 @@ LINEAR_PACKED(linear_packed_2, 2)
 LINEAR_PACKED(linear_packed_4, 4)
 #endif /* DT_BLOCK == 1 || VW == 8 || VW == 16 */
 
-/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) as a local-memory tiled GEMM (GPUs; the path of
+/* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) (y[r, o] at y[y_off + r y_rs + o], as for
+ * linear_rows) as a local-memory tiled GEMM (GPUs; the path of
  * F16 weights at many rows, which CLBlast has no kernel for). A work-group of LT_WX x LT_WY
  * work-items owns a tile of TM = LT_WY LT_RM rows by TN = LT_WX LT_RN outputs; per step of LT_TK
  * along k its work-items stage the x and w tiles into local memory together (consecutive
@@ -402,7 +405,8 @@ linear_tiled(const __global float *x,                              /* (rows, in)
              const int rows, const __global uchar *w,              /* (out, in) rows of DT */
              const long w_rs,                                      /* bytes per row of w */
              const __global float *bias,                           /* (out); unused if !has_bias */
-             const int has_bias, const int act, __global float *y, /* (rows, out) */
+             const int has_bias, const int act, __global float *y, /* (rows, y_rs) */
+             const long y_off, const long y_rs, /* y's first output, its row stride */
              const int in, const int out) {
     __local float xs[LT_TK][LT_TM], ws[LT_TK][LT_TN];
     const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
@@ -449,7 +453,8 @@ linear_tiled(const __global float *x,                              /* (rows, in)
 #pragma unroll
         for (int j = 0; j < LT_RN; j++) {
             const int o = o0 + tx + j * LT_WX;
-            if (o < out) y[(long)r * out + o] = act_s(acc[i][j] + (has_bias ? bias[o] : 0.0f), act);
+            if (o < out)
+                y[y_off + r * y_rs + o] = act_s(acc[i][j] + (has_bias ? bias[o] : 0.0f), act);
         }
     }
 }

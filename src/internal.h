@@ -444,6 +444,13 @@ clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y);
+/* One part of a stack of linear weights of different types (models: a GGUF file's Q4_K attn_q
+ * and attn_k beside a Q6_K attn_v): y[r, col + o] = act(x W^T + bias)[r, o] for the out outputs
+ * of w (out, in) or its packed panels, into y (..., Y) whose other columns are left as they are.
+ * act is identity or ReLU (the caller runs any other once over all of y); clformer's kernels
+ * only (CLBlast writes whole rows). The caller has checked the shapes. */
+clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_tensor *w, int64_t out,
+                            const clf_tensor *bias, clf_activation act, clf_tensor *y, int64_t col);
 /* Validates a whole safetensors file held in memory, as clf_safetensors_open does (host-only;
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count,

@@ -1,7 +1,8 @@
 /*
  * test_linear.c — clf_linear and clformer's linear kernels (kernels/linear.cl: linear_rows,
  * pack_panels, linear_packed) against the double reference, every activation, with and without
- * bias, every tunable style, and under work-group caps.
+ * bias, every tunable style, and under work-group caps; parts of a stack split by type writing
+ * their own columns of one output (clf__linear_cols).
  *
  * Error bound per element: the GEMM bound of test_gemm.c, (in + 4) * 2^-24 * sum |x w| (+ |b|),
  * carried through the activation (slope <= 1.13), plus the activation's own bound
@@ -407,6 +408,99 @@ static void test_linear_small_caps(void **state) {
     harness_under_wg_caps(linear_tiled_f16_tiny, state);
 }
 
+/* A stack split by type (clf__linear_cols: a GGUF file's Q8_0 attn_q with a Q4_0 attn_v): parts
+ * of Q8_0, Q4_0 and F16 weights (3 blocks wide) each writing its own columns of one output, with
+ * and without bias, identity and ReLU, and a column between two parts and one after the last
+ * that no part writes, which must keep its poison. In each style: linear_rows at every row count,
+ * linear_tiled, and panels (linear.PACK, vectors of 16 so that block types pack on every
+ * device). The bound: test_linear's against the reference on the dequantized weights, plus
+ * 3 2^-24 sum |x w| for the dequantizing (test_dtypes.c). */
+static void columns_case(int64_t rows, int packed) {
+    static const clf_dtype types[3] = {CLF_Q8_0, CLF_Q4_0, CLF_F16};
+    static const int64_t outs[3] = {40, 17, 9}, cols[3] = {0, 41, 59}, Y = 69, in = 96;
+    int64_t xs[2] = {rows, in}, ys[2] = {rows, Y};
+    float *x = rng_floats(rows * in);
+    clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *ty = tensor_poisoned(CLF_F32, 2, ys);
+    double *lin = malloc(sizeof(double) * (size_t)(rows * 40)),
+           *mag = malloc(sizeof(double) * (size_t)(rows * 40));
+    float *w[3], *b[3];
+    for (int p = 0; p < 3; p++) {
+        const int64_t ws[2] = {outs[p], in}, n = outs[p] * in;
+        const size_t bytes = clf_dtype_row_bytes(types[p], in) * (size_t)outs[p];
+        unsigned char *q = malloc(bytes);
+        w[p] = rng_floats(n);
+        b[p] = rng_floats(outs[p]);
+        CLF_OK(clf_quantize(types[p], w[p], n, q, bytes, NULL));
+        CLF_OK(clf_dequantize(types[p], q, bytes, w[p], n, NULL)); /* the reference's weights */
+        clf_tensor *tw = NULL, *tp = NULL, *tb = tensor_from(CLF_F32, 1, &outs[p], b[p]);
+        CLF_OK(clf_tensor_create(g_ctx, types[p], 2, ws, &tw));
+        CLF_OK(clf_tensor_write(tw, q, bytes));
+        if (packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
+        CLF_OK(clf__linear_cols(g_ctx, tx, tp ? tp : tw, outs[p], p == 1 ? NULL : tb,
+                                p == 2 ? CLF_ACT_RELU : CLF_ACT_IDENTITY, ty, cols[p]));
+        free(q);
+        clf_tensor_free(tw);
+        clf_tensor_free(tp);
+        clf_tensor_free(tb);
+    }
+    float *got = tensor_to_host(ty);
+    for (int p = 0; p < 3; p++) {
+        ref_gemm(0, 1, rows, outs[p], in, 1.0, x, in, w[p], in, 0.0, NULL, lin, outs[p], mag);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < outs[p]; j++) {
+                const double bj = p == 1 ? 0.0 : b[p][j], v = lin[r * outs[p] + j] + bj;
+                const double want = p == 2 ? ref_act(v, CLF_ACT_RELU) : v;
+                const double tol =
+                    (double)(in + 4 + 3) * 0x1p-24 * (mag[r * outs[p] + j] + fabs(bj)) + 1e-30;
+                const double g = (double)got[r * Y + cols[p] + j];
+                if (!(fabs(g - want) <= tol))
+                    fail_msg("columns: %s part, %lld rows (packed %d) [%lld, %lld]: got %.9g "
+                             "want %.9g",
+                             clf_dtype_name(types[p]), (long long)rows, packed, (long long)r,
+                             (long long)j, g, want);
+            }
+    }
+    for (int64_t r = 0; r < rows; r++) /* columns 40, 58 and 68 belong to no part */
+        for (int c = 0; c < 3; c++) {
+            const int64_t col = c == 0 ? 40 : c == 1 ? 58 : 68;
+            if (!isnan(got[r * Y + col]))
+                fail_msg("columns: [%lld, %lld] written (%g) outside every part", (long long)r,
+                         (long long)col, (double)got[r * Y + col]);
+        }
+    for (int p = 0; p < 3; p++) {
+        free(w[p]);
+        free(b[p]);
+    }
+    free(got);
+    free(x);
+    free(lin);
+    free(mag);
+    clf_tensor_free(tx);
+    clf_tensor_free(ty);
+}
+
+static void test_linear_columns(void **state) {
+    (void)state;
+    rng_seed(61);
+    static const char *names[] = {"linear.SKINNY_MAX", "linear.TILED", "linear.PACK", "linear.VW"};
+    int64_t def[4];
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &def[i]));
+    const int sim = harness_on_simulator();
+    static const int64_t rows[4] = {1, 3, 5, 37};
+    /* styles: linear_rows, linear_tiled, panels */
+    static const int64_t style[3][4] = {{1 << 20, 0, 0, -1}, {0, 1, 0, -1}, {0, 0, 1, 16}};
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < 4; i++)
+            CLF_OK(
+                clf_context_set_tunable(g_ctx, names[i], style[s][i] < 0 ? def[i] : style[s][i]));
+        for (int r = sim ? 2 : 0; r < (sim ? 3 : 4); r++)
+            columns_case(rows[r], s == 2);
+    }
+    for (int i = 0; i < 4; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], def[i]));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
@@ -417,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_linear_small),
         cmocka_unit_test(test_linear_small_caps),
         cmocka_unit_test(test_linear_f16),
+        cmocka_unit_test(test_linear_columns),
     };
     return HARNESS_RUN("linear", tests);
 }

@@ -693,8 +693,9 @@ static void test_quantized_weights(void **state) {
 /* Models from GGUF files (tools/make_lm_gguf_fixtures.py: the fixtures as llama.cpp's converter
  * writes them): the same logits as from their folders where the weights are the same values
  * (F32 files; Q8_0 projections against the folder loaded as Q8_0: the same blocks, Llama's Q/K
- * permutation undone), and a file of mixed types (quantized embedding, Q4_0 attn_v stacked with
- * Q8_0 attn_q/attn_k) within the Q4_0 bound of the F32 reference. */
+ * permutation undone), and a file of mixed types (quantized embedding, a Q4_0 attn_v beside Q8_0
+ * attn_q/attn_k: the stack split by type, nothing converted) within the Q4_0 bound of the F32
+ * reference. */
 static void gguf_logits(clf_lm *m, const ref *r, int64_t V, float **out) {
     clf_lm_state *s = NULL;
     CLF_OK(clf_lm_state_create(m, 2, 16, &s));
@@ -713,15 +714,18 @@ static void test_gguf_models(void **state) {
         const char *file, *folder;
         clf_dtype folder_dtype; /* the folder loaded as */
         clf_dtype qkv, o, tok;  /* the GGUF model's types */
+        clf_dtype v;            /* attn_v's when the file stores it apart from attn_q, attn_k */
         double tol;             /* against the folder's logits (relative to the largest) */
     } cases[] = {
-        {"llama_q8_0", "llama", CLF_Q8_0, CLF_Q8_0, CLF_Q8_0, CLF_F32, 1e-6},
+        {"llama_q8_0", "llama", CLF_Q8_0, CLF_Q8_0, CLF_Q8_0, CLF_F32, (clf_dtype)-1, 1e-6},
         /* rope_freqs divides the frequencies in float, the folder rounds once: 5e-7 seen */
-        {"llama_gqa_f32", "llama_gqa", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-5},
-        {"qwen2_f32", "qwen2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-6},
-        {"gpt2_f32", "gpt2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, 1e-6},
-        /* against the F32 reference: Q4_0's bound of test_quantized_weights */
-        {"llama_gqa_mixed", "llama_gqa", (clf_dtype)-1, CLF_Q8_0, CLF_Q4_0, CLF_Q8_0, 0.5},
+        {"llama_gqa_f32", "llama_gqa", CLF_F32, CLF_F32, CLF_F32, CLF_F32, (clf_dtype)-1, 1e-5},
+        {"qwen2_f32", "qwen2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, (clf_dtype)-1, 1e-6},
+        {"gpt2_f32", "gpt2", CLF_F32, CLF_F32, CLF_F32, CLF_F32, (clf_dtype)-1, 1e-6},
+        /* against the F32 reference: Q4_0's bound of test_quantized_weights; Q | K | V split
+         * into Q8_0 q+k and Q4_0 v, each kept in its type */
+        {"llama_gqa_mixed", "llama_gqa", (clf_dtype)-1, CLF_Q8_0, CLF_Q4_0, CLF_Q8_0, CLF_Q4_0,
+         0.5},
     };
     int64_t pack;
     CLF_OK(clf_context_get_tunable(g_ctx, "linear.PACK", &pack));
@@ -740,10 +744,17 @@ static void test_gguf_models(void **state) {
         assert_int_equal(clf_tensor_dtype(g->layers[1].o.w), cases[c].o);
         assert_int_equal(clf_tensor_dtype(g->tok), cases[c].tok);
         assert_int_equal(gi.weight_dtype, cases[c].qkv);
+        const int split = (int)cases[c].v >= 0;
+        assert_int_equal(g->layers[0].qkv.n_more, split);
+        if (split) {
+            assert_int_equal(clf_tensor_dtype(g->layers[0].qkv.more[0].w), cases[c].v);
+            assert_int_equal(g->layers[0].qkv.out, (gi.heads + gi.kv_heads) * gi.head_dim);
+            assert_int_equal(g->layers[0].qkv.more[0].out, gi.kv_heads * gi.head_dim);
+        }
         /* clf_lm_weights: every matrix with its type, in order, the count first */
         int64_t nw = -1;
         CLF_OK(clf_lm_weights(g, NULL, 0, &nw));
-        const int64_t want_nw = 1 + (g->pos != NULL) + 4 * gi.layers + 1;
+        const int64_t want_nw = 1 + (g->pos != NULL) + (4 + split) * gi.layers + 1;
         assert_int_equal(nw, want_nw);
         clf_lm_weight *ws = malloc(sizeof(clf_lm_weight) * (size_t)(nw + 1));
         memset(ws, 0x5a, sizeof(clf_lm_weight) * (size_t)(nw + 1));
@@ -753,10 +764,14 @@ static void test_gguf_models(void **state) {
         assert_string_equal(ws[0].name, "token_embd");
         assert_int_equal(ws[0].dtype, cases[c].tok);
         assert_int_equal(ws[0].bytes, clf_tensor_bytes(g->tok));
-        const int64_t l1 = 1 + (g->pos != NULL) + 4; /* blk.1.attn_qkv */
-        assert_string_equal(ws[l1].name, "blk.1.attn_qkv");
-        assert_string_equal(ws[l1 + 1].name, "blk.1.attn_output");
-        assert_int_equal(ws[l1 + 1].dtype, cases[c].o);
+        const int64_t l1 = 1 + (g->pos != NULL) + 4 + split; /* blk.1.attn_qkv */
+        assert_string_equal(ws[l1].name, split ? "blk.1.attn_q+attn_k" : "blk.1.attn_qkv");
+        if (split) {
+            assert_string_equal(ws[l1 + 1].name, "blk.1.attn_v");
+            assert_int_equal(ws[l1 + 1].dtype, cases[c].v);
+        }
+        assert_string_equal(ws[l1 + 1 + split].name, "blk.1.attn_output");
+        assert_int_equal(ws[l1 + 1 + split].dtype, cases[c].o);
         assert_string_equal(ws[nw - 1].name, "output");
         assert_int_equal(ws[nw].name[0], 0x5a); /* nothing past the count */
         assert_int_equal(clf_lm_weights(g, NULL, 1, &got_nw), CLF_ERROR_INVALID_ARGUMENT);

@@ -251,7 +251,9 @@ CLF_API clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out);
 /* A weight matrix as the model keeps it on the device (a GGUF file's types may differ by tensor:
  * Q4_K_M keeps some in Q6_K). Names as llama.cpp's: token_embd, position_embd (GPT-2),
  * blk.N.attn_qkv (Q | K | V stacked), blk.N.attn_output, blk.N.ffn_up (gate | up stacked in
- * the Llama family), blk.N.ffn_down, output (the head; a tied one is the embedding again). */
+ * the Llama family), blk.N.ffn_down, output (the head; a tied one is the embedding again). A
+ * stack whose tensors the file stores in different types is kept as one matrix per run of a
+ * type, each listed under the names it joins: blk.N.attn_q+attn_k and blk.N.attn_v. */
 typedef struct clf_lm_weight {
     char name[32];
     clf_dtype dtype;

@@ -8,13 +8,12 @@
  *               x = RMSNorm(h) * post_attention_layernorm
  *               h = h + down(silu(gate(x)) * up(x))
  *   logits = lm_head(RMSNorm(h) * norm)   (lm_head: embed_tokens when tied)
- * Fusions: Q | K | V is one projection, gate | up another (their weights stacked at load), RoPE
+ * Fusions: Q | K | V is one projection, gate | up another (their weights stacked at load, split
+ * into runs of one type where a GGUF file stores them in several: clf__load_stack), RoPE
  * runs once over the query and key heads, and each residual add is fused into the RMSNorm that
  * follows it (clf_rmsnorm writes the updated stream too).
  */
 #include "lm.h"
-
-#include <stdio.h>
 
 static const char *const k_q = "model.layers.{i}.self_attn.q_proj",
                          *const k_k = "model.layers.{i}.self_attn.k_proj",
@@ -25,22 +24,6 @@ static const char *const k_q = "model.layers.{i}.self_attn.q_proj",
                          *const k_down = "model.layers.{i}.mlp.down_proj",
                          *const k_n1 = "model.layers.{i}.input_layernorm.weight",
                          *const k_n2 = "model.layers.{i}.post_attention_layernorm.weight";
-
-/* count stems' <stem>.weight (rows[i], cols) stacked by rows, and their biases if bias. */
-static clf_status load_stacked(clf_loader *L, const char *const *stems, int count,
-                               const int64_t *rows, int64_t cols, int bias, clf_lin *l) {
-    char w[3][160], b[3][160];
-    const char *wn[3], *bn[3];
-    for (int i = 0; i < count; i++) {
-        snprintf(w[i], sizeof(w[i]), "%s.weight", stems[i]);
-        snprintf(b[i], sizeof(b[i]), "%s.bias", stems[i]);
-        wn[i] = w[i];
-        bn[i] = b[i];
-    }
-    CLF_TRY(clf__load_rows(L, wn, count, rows, cols, 0, &l->w));
-    if (bias) CLF_TRY(clf__load_rows(L, bn, count, rows, 0, 0, &l->b));
-    return clf__pack(L->ctx, L->weight_dtype, &l->w);
-}
 
 static clf_status llama_load(clf_loader *L, clf_lm *m) {
     const clf_lm_info *in = &m->cfg.info;
@@ -59,9 +42,9 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
         clf_lm_layer *l = &m->layers[L->layer];
         CLF_TRY(clf__load(L, k_n1, d, 0, &l->n1.g));
         CLF_TRY(clf__load(L, k_n2, d, 0, &l->n2.g));
-        CLF_TRY(load_stacked(L, qkv, 3, qkv_rows, d, m->cfg.qkv_bias, &l->qkv));
+        CLF_TRY(clf__load_stack(L, qkv, 3, qkv_rows, d, m->cfg.qkv_bias, &l->qkv));
         CLF_TRY(clf__load_lin(L, k_o, d, q, 0, &l->o));
-        CLF_TRY(load_stacked(L, gu, 2, gu_rows, d, 0, &l->up));
+        CLF_TRY(clf__load_stack(L, gu, 2, gu_rows, d, 0, &l->up));
         CLF_TRY(clf__load_lin(L, k_down, d, F, 0, &l->down));
     }
     return CLF_SUCCESS;

@@ -15,6 +15,12 @@ void clf__lin_free(clf_lin *l) {
     clf_tensor_free(l->w);
     clf_tensor_free(l->b);
     l->w = l->b = NULL;
+    for (int i = 0; i < 2; i++) {
+        clf_tensor_free(l->more[i].w);
+        clf_tensor_free(l->more[i].b);
+        l->more[i].w = l->more[i].b = NULL;
+    }
+    l->n_more = 0;
 }
 void clf__norm_free(clf_norm *n) {
     clf_tensor_free(n->g);
@@ -191,6 +197,50 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
     return CLF_SUCCESS;
 }
 
+clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, const int64_t *rows,
+                           int64_t cols, int bias, clf_lin *l) {
+    char w[3][160], b[3][160];
+    const char *wn[3], *bn[3];
+    int type[3];
+    if (count < 1 || count > 3) return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "stack: 1 to 3");
+    for (int i = 0; i < count; i++) {
+        snprintf(w[i], sizeof(w[i]), "%s.weight", stems[i]);
+        snprintf(b[i], sizeof(b[i]), "%s.bias", stems[i]);
+        wn[i] = w[i];
+        bn[i] = b[i];
+        type[i] = -1; /* safetensors: one type, the loader's weight_dtype */
+        if (L->gguf) {
+            char full[512];
+            full_name(L, wn[i], "", full, sizeof(full));
+            type[i] = clf__gguf_stored_type(L, full);
+        }
+    }
+    /* runs of one stored type: the first in l->w, the others in l->more */
+    int run = 0;
+    for (int start = 0, i = 1; i <= count; i++) {
+        if (i < count && type[i] == type[start]) continue;
+        clf_tensor **tw = run ? &l->more[run - 1].w : &l->w;
+        clf_tensor **tb = run ? &l->more[run - 1].b : &l->b;
+        int64_t out = 0;
+        for (int j = start; j < i; j++)
+            out += rows[j];
+        CLF_TRY(clf__load_rows(L, wn + start, i - start, rows + start, cols, 0, tw));
+        if (bias) CLF_TRY(clf__load_rows(L, bn + start, i - start, rows + start, 0, 0, tb));
+        CLF_TRY(clf__pack(L->ctx, L->weight_dtype, tw));
+        if (run) {
+            l->more[run - 1].out = out;
+            l->more[run - 1].n_tensors = i - start;
+            l->n_more = run;
+        } else {
+            l->out = out;
+            l->n_tensors = i - start;
+        }
+        run++;
+        start = i;
+    }
+    return CLF_SUCCESS;
+}
+
 /* Joins stem and suffix into buf (the loader expands "{i}" later). */
 static const char *join(char *buf, size_t size, const char *stem, const char *suffix) {
     snprintf(buf, size, "%s%s", stem, suffix);
@@ -319,9 +369,24 @@ clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_ten
 
 clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
                     clf_tensor *y) {
-    if (l->w->ndim == 3)
-        return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y);
-    return clf_linear(ctx, x, l->w, l->b, act, y);
+    if (!l->n_more) {
+        if (l->w->ndim == 3)
+            return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y);
+        return clf_linear(ctx, x, l->w, l->b, act, y);
+    }
+    /* a split stack: each run into its columns; an activation other than ReLU once over all */
+    const bool fused = act == CLF_ACT_IDENTITY || act == CLF_ACT_RELU;
+    const clf_activation a = fused ? act : CLF_ACT_IDENTITY;
+    int64_t col = l->out;
+    CLF_TRY(clf__linear_cols(ctx, x, l->w, l->out, l->b, a, y, 0));
+    for (int i = 0; i < l->n_more; i++) {
+        CLF_TRY(clf__linear_cols(ctx, x, l->more[i].w, l->more[i].out, l->more[i].b, a, y, col));
+        col += l->more[i].out;
+    }
+    if (col != y->shape[y->ndim - 1])
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear stack: %lld outputs for %lld columns",
+                         (long long)col, (long long)y->shape[y->ndim - 1]);
+    return fused ? CLF_SUCCESS : clf_bias_act(ctx, y, NULL, act, y);
 }
 
 clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,

@@ -28,9 +28,24 @@
 
 /* ---------------------------------------------------------------- weights */
 
+/* A further part of a split stack (clf_lin.more). */
+typedef struct clf_lin_part {
+    clf_tensor *w, *b;
+    int64_t out;   /* its outputs: the output columns after the part before it */
+    int n_tensors; /* the file's tensors it stacks */
+} clf_lin_part;
+
 typedef struct clf_lin {
     clf_tensor *w; /* (out, in) as loaded, or packed panels (3-D, see clf__linear_pack) */
     clf_tensor *b; /* (out), or NULL */
+    /* A stack whose tensors are stored in different types (a GGUF file's Q4_K attn_q and attn_k
+     * beside a Q6_K attn_v) is split into runs of one type, each kept in its own: w and b hold
+     * the first run (out outputs, n_tensors of the stack's tensors), more[] the others, each
+     * writing its own columns of the one output (clf__lin). n_more 0: one tensor. */
+    int n_more;
+    int64_t out;
+    int n_tensors;
+    clf_lin_part more[2];
 } clf_lin;
 
 typedef struct clf_norm {
@@ -98,9 +113,11 @@ typedef struct clf_loader {
 
 /* The GGUF loads behind clf__load and clf__load_rows when L->gguf is set (lm_gguf.c): full
  * are the names with prefix and layer in place. 1-D tensors come as F32; a matrix in its stored
- * type, stacked parts of different types requantized to Q8_0 (F32 if all are plain). */
+ * type (stacked parts of different types are refused: clf__load_stack splits them). */
 clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count,
                                const int64_t *rows, int64_t cols, clf_tensor **out);
+/* The stored type of a GGUF tensor by its full name, or -1 when the file has none. */
+int clf__gguf_stored_type(const clf_loader *L, const char *full);
 
 /* A (rows, cols) tensor (a (rows) one when cols is 0), checked for its exact shape. */
 clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols, clf_tensor **out);
@@ -115,6 +132,11 @@ clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, co
  * rounded, refused past its range), then packed into panels when the device prefers them
  * (linear.PACK: CPUs). */
 clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w);
+/* count stems' <stem>.weight (rows[i], cols) stacked by rows (a fused projection), their biases
+ * too when bias, packed for the device: one tensor, or from a GGUF file whose stems are stored in
+ * different types, one per run of a type (clf_lin.more): nothing is converted. */
+clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, const int64_t *rows,
+                           int64_t cols, int bias, clf_lin *l);
 /* <stem>.weight (out, in) and, with bias, <stem>.bias (out), packed for the device. */
 clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
                          clf_lin *l);

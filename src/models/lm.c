@@ -262,6 +262,26 @@ static void weight_entry(const clf_tensor *t, const char *name, int layer, clf_l
     (*i)++;
 }
 
+/* The entries of a stack (name when whole; split by type, one per run, named by the file's
+ * tensors it holds: "attn_q+attn_k", "attn_v"). */
+static void stack_entries(const clf_lin *l, const char *name, const char *const *parts, int layer,
+                          clf_lm_weight *out, int64_t cap, int64_t *i) {
+    if (!l->n_more) {
+        weight_entry(l->w, name, layer, out, cap, i);
+        return;
+    }
+    int at = 0;
+    for (int r = 0; r <= l->n_more; r++) {
+        const int n = r ? l->more[r - 1].n_tensors : l->n_tensors;
+        char run[32] = "";
+        for (int j = at; j < at + n; j++)
+            snprintf(run + strlen(run), sizeof(run) - strlen(run), "%s%s", j > at ? "+" : "",
+                     parts[j]);
+        weight_entry(r ? l->more[r - 1].w : l->w, run, layer, out, cap, i);
+        at += n;
+    }
+}
+
 clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int64_t *count) {
     if (!m || !count || cap < 0 || (cap > 0 && !out)) return CLF_ERROR_INVALID_ARGUMENT;
     int64_t i = 0;
@@ -269,9 +289,11 @@ clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int6
     weight_entry(m->pos, "position_embd", -1, out, cap, &i);
     for (int l = 0; l < (int)m->cfg.info.layers; l++) {
         const clf_lm_layer *y = &m->layers[l];
-        weight_entry(y->qkv.w, "attn_qkv", l, out, cap, &i);
+        static const char *const qkv[3] = {"attn_q", "attn_k", "attn_v"};
+        static const char *const gu[2] = {"ffn_gate", "ffn_up"};
+        stack_entries(&y->qkv, "attn_qkv", qkv, l, out, cap, &i);
         weight_entry(y->o.w, "attn_output", l, out, cap, &i);
-        weight_entry(y->up.w, "ffn_up", l, out, cap, &i);
+        stack_entries(&y->up, "ffn_up", gu, l, out, cap, &i);
         weight_entry(y->down.w, "ffn_down", l, out, cap, &i);
     }
     weight_entry(m->head.w, "output", -1, out, cap, &i);

@@ -5,11 +5,11 @@
  * ask for Hugging Face's names; k_names maps them to llama.cpp's (token_embd, blk.N.attn_q ...).
  *
  * Weights keep the types they are stored in (Q4_0, Q8_0, Q4_K, Q6_K, F16, BF16, F32): nothing is
- * dequantized, except where a fused projection stacks parts of different types (real quantized
- * files mix them: Q4_K_M keeps some attn_v and ffn_down in Q6_K): such a stack is requantized to
- * Q8_0, with a warning. llama.cpp's converter permutes the rows of Llama's Q and K (and their
- * biases) for its interleaved RoPE; clformer's RoPE rotates halves as Hugging Face does, so the
- * permutation is undone here, row by row (whole blocks: no conversion).
+ * dequantized (real quantized files mix types: Q4_K_M keeps some attn_v and ffn_down in Q6_K; a
+ * fused projection over parts of different types is split by clf__load_stack, one tensor per
+ * type). Vectors (norms, biases) come as F32. llama.cpp's converter permutes the rows of Llama's Q
+ * and K (and their biases) for its interleaved RoPE; clformer's RoPE rotates halves as Hugging Face
+ * does, so the permutation is undone here, row by row (whole blocks: no conversion).
  */
 #include "lm.h"
 
@@ -132,6 +132,14 @@ static clf_status find_part(clf_loader *L, const char *hf, int64_t rows, int64_t
     return CLF_SUCCESS;
 }
 
+int clf__gguf_stored_type(const clf_loader *L, const char *full) {
+    char name[512];
+    int rope;
+    if (!gguf_name(full, name, sizeof(name), &rope)) return -1;
+    const clf_gguf_tensor *t = clf_gguf_tensor_find(L->gguf, name);
+    return t ? t->dtype : -1;
+}
+
 /* Copies the rows of part p (row_bytes each) into dst, undoing the RoPE permutation. */
 static void copy_rows(const part *p, const unsigned char *src, int64_t rows, size_t row_bytes,
                       int64_t dh, unsigned char *dst) {
@@ -154,65 +162,42 @@ clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count
         CLF_TRY(find_part(L, full[i], rows[i], cols, &parts[i]));
         total += rows[i];
     }
-    /* The type on the device: the parts' own when they agree (a matrix), else F32 (vectors,
-     * and plain types mixed) or Q8_0 (a block type among them). */
+    /* The type on the device: a matrix's stored one (the parts', which clf__load_stack made
+     * agree), F32 for vectors. */
     clf_dtype type = (clf_dtype)parts[0].t->dtype;
-    bool mixed = false, blocks = false;
-    for (int i = 0; i < count; i++) {
-        mixed = mixed || parts[i].t->dtype != (int)type;
-        blocks = blocks || clf_dtype_block((clf_dtype)parts[i].t->dtype) > 1;
-    }
-    const bool convert = !cols || mixed;
-    if (convert) type = cols && blocks && cols % 32 == 0 ? CLF_Q8_0 : CLF_F32;
-    if (cols && mixed) {
-        char types[64] = "";
-        for (int i = 0; i < count; i++)
-            snprintf(types + strlen(types), sizeof(types) - strlen(types), "%s%s", i ? ", " : "",
-                     clf_gguf_type_name(parts[i].t->ggml_type));
-        clf__warn(L->ctx, "GGUF: \"%s\" stacked with %d more tensors of types %s: kept as %s",
-                  parts[0].name, count - 1, types, clf_dtype_name(type));
-    }
-    const int64_t width = cols ? cols : 1, n = total * width;
+    for (int i = 1; cols && i < count; i++)
+        if (parts[i].t->dtype != (int)type)
+            return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "GGUF: \"%s\" and \"%s\" stacked: %s, %s",
+                             parts[0].name, parts[i].name, clf_dtype_name(type),
+                             clf_dtype_name((clf_dtype)parts[i].t->dtype));
+    const bool convert = !cols;
+    if (convert) type = CLF_F32;
+    const int64_t width = cols ? cols : 1;
     const size_t row_bytes = clf_dtype_row_bytes(type, width);
     unsigned char *host = malloc((size_t)total * row_bytes);
-    float *f = convert ? malloc(sizeof(float) * (size_t)n) : NULL;
     float *tmp = NULL;
-    clf_status st = host && (!convert || f)
-                        ? CLF_SUCCESS
-                        : clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    clf_status st =
+        host ? CLF_SUCCESS : clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     int64_t at = 0;
     for (int i = 0; i < count && st == CLF_SUCCESS; i++) {
         const part *p = &parts[i];
-        const clf_dtype pt = (clf_dtype)p->t->dtype;
-        if (!convert) {
-            copy_rows(p, p->t->data, rows[i], row_bytes, L->unpermute_dh, host + at * row_bytes);
-        } else {
-            const int64_t pn = rows[i] * width;
+        const unsigned char *src = p->t->data;
+        if (convert) { /* a vector, as F32 */
             free(tmp);
-            tmp = malloc(sizeof(float) * (size_t)pn);
-            if (!tmp) {
-                st = clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-                break;
-            }
+            tmp = malloc(sizeof(float) * (size_t)rows[i]);
             clf_error err;
-            st = clf_dequantize(pt, p->t->data, (size_t)p->t->bytes, tmp, pn, &err);
-            if (st != CLF_SUCCESS) {
+            if (!tmp)
+                st = clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            else if ((st = clf_dequantize((clf_dtype)p->t->dtype, p->t->data, (size_t)p->t->bytes,
+                                          tmp, rows[i], &err)) != CLF_SUCCESS)
                 clf__fail(L->ctx, st, "GGUF: tensor \"%s\": %s", p->name, err.message);
-                break;
-            }
-            copy_rows(p, (const unsigned char *)tmp, rows[i], sizeof(float) * (size_t)width,
-                      L->unpermute_dh, (unsigned char *)(f + at * width));
+            src = (const unsigned char *)tmp;
         }
+        if (st == CLF_SUCCESS)
+            copy_rows(p, src, rows[i], row_bytes, L->unpermute_dh, host + at * row_bytes);
         at += rows[i];
     }
     free(tmp);
-    if (st == CLF_SUCCESS && convert) {
-        clf_error err;
-        st = clf_quantize(type, f, n, host, (size_t)total * row_bytes, &err);
-        if (st != CLF_SUCCESS)
-            clf__fail(L->ctx, st, "GGUF: \"%s\": %s", parts[0].name, err.message);
-    }
-    free(f);
     const int64_t shape[2] = {total, cols};
     clf_tensor *t = NULL;
     if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, type, cols ? 2 : 1, shape, &t);

@@ -59,7 +59,7 @@ clf_status clf__linear_rows_warmup(clf_context *ctx) {
 /* clf_linear for a few rows (decoding): the linear_rows kernel, SK_ROWS rows per launch. */
 static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
                               const clf_tensor *w, const clf_tensor *bias, clf_activation act,
-                              clf_tensor *y, int64_t out) {
+                              clf_tensor *y, int64_t out, int64_t y_off, int64_t y_rs) {
     clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_SK_LW), 1};
@@ -76,13 +76,14 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
     cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out;
     cl_int c_act = fused ? (cl_int)act : (cl_int)CLF_ACT_IDENTITY;
     cl_int c_rows = (cl_int)rows;
-    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
+    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in), c_yoff = y_off, c_yrs = y_rs;
     const size_t global[2] = {(size_t)((out + opi - 1) / opi) * lw,
                               (size_t)((rows + chunk - 1) / chunk)};
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
                        &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &bm, sizeof(cl_int),
-                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int),
-                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
+                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_long),
+                       &c_yoff, sizeof(cl_long), &c_yrs, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_ROWS, k, 2, global, local);
     if (st == CLF_SUCCESS && !fused) st = clf_bias_act(ctx, y, NULL, act, y);
     return st;
@@ -91,7 +92,7 @@ static clf_status linear_rows(clf_context *ctx, const clf_tensor *x, int64_t row
 /* clf_linear through linear_tiled, the local-memory GEMM (F16 weights on GPUs). */
 static clf_status linear_tiled(clf_context *ctx, const clf_tensor *x, int64_t rows, int64_t in,
                                const clf_tensor *w, const clf_tensor *bias, clf_activation act,
-                               clf_tensor *y, int64_t out) {
+                               clf_tensor *y, int64_t out, int64_t y_off, int64_t y_rs) {
     clf_status st = check_sizes(ctx, rows, in, out);
     cl_kernel k;
     size_t local[2] = {(size_t)clf__tun(ctx, CLF_T_LINEAR_LT_WX),
@@ -105,13 +106,14 @@ static clf_status linear_tiled(clf_context *ctx, const clf_tensor *x, int64_t ro
     cl_mem bm = bias ? bias->mem : w->mem;
     cl_int has_bias = bias ? 1 : 0, c_in = (cl_int)in, c_out = (cl_int)out, c_rows = (cl_int)rows;
     cl_int c_act = (cl_int)act;
-    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
+    cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in), c_yoff = y_off, c_yrs = y_rs;
     const size_t global[2] = {((size_t)out + tn - 1) / tn * local[0],
                               ((size_t)rows + tm - 1) / tm * local[1]};
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_int), &c_rows, sizeof(cl_mem),
                        &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &bm, sizeof(cl_int),
-                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_int),
-                       &c_in, sizeof(cl_int), &c_out, (size_t)0);
+                       &has_bias, sizeof(cl_int), &c_act, sizeof(cl_mem), &y->mem, sizeof(cl_long),
+                       &c_yoff, sizeof(cl_long), &c_yrs, sizeof(cl_int), &c_in, sizeof(cl_int),
+                       &c_out, (size_t)0);
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_TILED, k, 2, global, local);
     return st;
 }
@@ -163,8 +165,8 @@ clf_status clf_linear(clf_context *ctx, const clf_tensor *x, const clf_tensor *w
      * without linear.TILED) or linear_tiled. */
     if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) ||
         (w->dtype != CLF_F32 && !clf__tun(ctx, CLF_T_LINEAR_TILED)))
-        return linear_rows(ctx, x, rows, in, w, bias, act, y, out);
-    if (w->dtype != CLF_F32) return linear_tiled(ctx, x, rows, in, w, bias, act, y, out);
+        return linear_rows(ctx, x, rows, in, w, bias, act, y, out, 0, out);
+    if (w->dtype != CLF_F32) return linear_tiled(ctx, x, rows, in, w, bias, act, y, out, 0, out);
     st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_TRANS, rows, out, in, 1.0f, x, 0, in, 0, w,
                                   0, in, 0, 0.0f, y, 0, out, 0, 1);
     if (st != CLF_SUCCESS || (!bias && act == CLF_ACT_IDENTITY)) return st;
@@ -347,6 +349,30 @@ int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows) {
     return R;
 }
 
+/* clf__linear_packed into columns y_off .. y_off + out - 1 of y, rows y_rs apart. */
+static clf_status packed_into(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y, int64_t y_off, int64_t y_rs) {
+    const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
+    const clf_packed_call c = {.x = x->mem,
+                               .x_rs = in,
+                               .x_ks = 1,
+                               .rows = rows,
+                               .wp = wp->mem,
+                               .wtype = wp->dtype,
+                               .bias = bias ? bias->mem : NULL,
+                               .has_bias = bias != NULL,
+                               .act = (int)act,
+                               .y = y->mem,
+                               .y_off = y_off,
+                               .y_rs = y_rs,
+                               .alpha = 1.0f,
+                               .in = in,
+                               .out = out,
+                               .batch = 1};
+    return clf__packed_run(ctx, &c);
+}
+
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y) {
@@ -357,7 +383,7 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     if (act < CLF_ACT_IDENTITY || act > CLF__ACT_LAST)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "unknown activation %d", (int)act);
     if (x == y) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "linear: y must not be x");
-    const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
+    const int64_t in = x->shape[x->ndim - 1];
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     char sx[96], sy[96];
     /* (panels, in, PW); block types (panels, PW, in) */
@@ -380,20 +406,19 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          "(linear.PK_NV x linear.VW) say %lld: pack them again",
                          (long long)wp_pw, (long long)pw);
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    const clf_packed_call c = {.x = x->mem,
-                               .x_rs = in,
-                               .x_ks = 1,
-                               .rows = rows,
-                               .wp = wp->mem,
-                               .wtype = wp->dtype,
-                               .bias = bias ? bias->mem : NULL,
-                               .has_bias = bias != NULL,
-                               .act = (int)act,
-                               .y = y->mem,
-                               .y_rs = out,
-                               .alpha = 1.0f,
-                               .in = in,
-                               .out = out,
-                               .batch = 1};
-    return clf__packed_run(ctx, &c);
+    return packed_into(ctx, x, wp, out, bias, act, y, 0, out);
+}
+
+clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_tensor *w, int64_t out,
+                            const clf_tensor *bias, clf_activation act, clf_tensor *y,
+                            int64_t col) {
+    const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in, y_rs = y->shape[y->ndim - 1];
+    if (act != CLF_ACT_IDENTITY && act != CLF_ACT_RELU)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): identity or ReLU only");
+    if (col < 0 || col + out > y_rs || y->numel / y_rs != rows)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): outside y");
+    if (w->ndim == 3) return packed_into(ctx, x, w, out, bias, act, y, col, y_rs);
+    if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) || !clf__tun(ctx, CLF_T_LINEAR_TILED))
+        return linear_rows(ctx, x, rows, in, w, bias, act, y, out, col, y_rs);
+    return linear_tiled(ctx, x, rows, in, w, bias, act, y, out, col, y_rs);
 }
