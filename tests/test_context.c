@@ -317,7 +317,7 @@ static void test_tunables_api(void **state) {
 static clf_context *fresh_context(const char *cache_dir, int profiling, const char *kernel_dir) {
     clf_context_params p = clf_context_default_params();
     p.cache_dir = cache_dir;
-    p.disk_cache = cache_dir != NULL;
+    p.disk_cache = cache_dir != NULL ? 2 : 0; /* 2: binaries on disk on PoCL too */
     p.enable_profiling = profiling;
     p.kernel_dir = kernel_dir;
     clf_context *ctx = NULL;
@@ -455,6 +455,30 @@ static void test_disk_cache(void **state) {
     CLF_OK(clf_context_cache_stats(c, &s));
     assert_int_equal(s.programs_built_from_source + s.programs_loaded_from_disk, built);
     clf_context_free(c);
+    harness_remove_tree(dir);
+
+    /* The default (1): binaries on disk everywhere but on PoCL, which keeps its own. */
+    assert_non_null(mkdtemp(strcpy(dir, "/tmp/clf-cache-test-XXXXXX")));
+    clf_context_params p = clf_context_default_params();
+    p.cache_dir = dir;
+    assert_int_equal(p.disk_cache, 1);
+    clf_context *d = NULL;
+    CLF_OK(clf_context_create(&d, &p));
+    CLF_OK(clf_context_warmup(d));
+    clf_device_info info;
+    CLF_OK(clf_context_device_info(d, &info));
+    clf_context_free(d);
+    const int pocl = strstr(info.platform_name, "Portable Computing Language") != NULL;
+    snprintf(sub, sizeof(sub), "%s/programs", dir);
+    dd = opendir(sub);
+    int stored = 0;
+    while (dd && (e = readdir(dd)) != NULL)
+        stored += e->d_name[0] != '.';
+    if (dd) closedir(dd);
+    if (pocl)
+        assert_int_equal(stored, 0);
+    else
+        assert_true(stored > 0);
     harness_remove_tree(dir);
 }
 

@@ -120,8 +120,11 @@ typedef struct clf_context_params {
      * the default nor "gpu"/"cpu"/"accelerator" ever picks a simulator (Oclgrind, which reports
      * every type): only an index or a name does. */
     const char *device_spec;
-    int enable_profiling;   /* 1: time every kernel (clf_context_profile) */
-    int disk_cache;         /* 1 (default): keep built programs on disk */
+    int enable_profiling; /* 1: time every kernel (clf_context_profile) */
+    /* 1 (default): keep built programs' binaries on disk, except on PoCL, whose own kernel
+     * cache (POCL_CACHE_DIR) already gives a warm start and which compiles every kernel of a
+     * program to hand out its binary; 2: on every implementation, PoCL too; 0: off. */
+    int disk_cache;
     const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/clformer, else $HOME/.cache/clformer */
     const char *kernel_dir; /* developer override: read kernels/<name>.cl from here */
     /* Developer option (scripts/gpu-compile-check.sh): record every library kernel the context
