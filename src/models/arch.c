@@ -1,10 +1,13 @@
 /*
  * arch.c — the architectures clformer knows, and the checks every Transformer config passes.
- * Adding a family: write arch_<name>.c (a clf_arch_def), add its clf_arch value to the public
- * header and its entry below.
+ * Adding an encoder-decoder family: write arch_<name>.c (a clf_arch_def), add its clf_arch value
+ * to the public header and its entry in archs. Adding a causal LM family: write arch_<name>.c (a
+ * clf_lm_arch: its names, config readers, GGUF name map, loader and forward) and add it to
+ * lm_archs; nothing else names it.
  */
-#include "models.h"
+#include "lm.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const clf_arch_def *const archs[] = {&clf__arch_d2l, &clf__arch_bert};
@@ -13,6 +16,29 @@ const clf_arch_def *clf__arch_find(clf_arch arch) {
     for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
         if (archs[i]->arch == arch) return archs[i];
     return NULL;
+}
+
+static const clf_lm_arch *const lm_archs[] = {&clf__lm_gpt2, &clf__lm_llama};
+#define N_LM_ARCHS (sizeof(lm_archs) / sizeof(lm_archs[0]))
+
+const clf_lm_arch *clf__lm_arch_find(const char *name, size_t len, int gguf) {
+    for (size_t i = 0; i < N_LM_ARCHS; i++)
+        for (const char *const *n = gguf ? lm_archs[i]->gguf_archs : lm_archs[i]->hf_names; *n; n++)
+            if (strlen(*n) == len && memcmp(*n, name, len) == 0) return lm_archs[i];
+    return NULL;
+}
+
+const char *clf__lm_arch_list(int gguf, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_LM_ARCHS; i++)
+        for (const char *const *n = gguf ? lm_archs[i]->gguf_archs : lm_archs[i]->hf_names; *n;
+             n++) {
+            int w = snprintf(buf + at, size - at, "%s%s", at ? ", " : "", *n);
+            if (w < 0 || (size_t)w >= size - at) return buf;
+            at += (size_t)w;
+        }
+    return buf;
 }
 
 clf_load_params clf_load_default_params(void) {

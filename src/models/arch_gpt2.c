@@ -10,7 +10,84 @@
  */
 #include "lm.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <string.h>
+
+static const char *const k_hf_names[] = {"GPT2LMHeadModel", NULL};
+static const char *const k_gguf_archs[] = {"gpt2", NULL};
+
+/* config.json (Hugging Face's GPT2Config). */
+static clf_status parse_hf(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+    clf_lm_info *in = &k->info;
+    CLF_TRY(clf__hf_size(ctx, c, "vocab_size", 1, &in->vocab_size));
+    CLF_TRY(clf__hf_size(ctx, c, "n_embd", 1, &in->hidden_size));
+    CLF_TRY(clf__hf_size(ctx, c, "n_layer", 1, &in->layers));
+    CLF_TRY(clf__hf_size(ctx, c, "n_head", 1, &in->heads));
+    CLF_TRY(clf__hf_size(ctx, c, "n_positions", 1, &in->max_positions));
+    CLF_TRY(clf__hf_size(ctx, c, "n_inner", 0, &in->ffn_size));
+    if (!in->ffn_size) in->ffn_size = 4 * in->hidden_size;
+    if (in->hidden_size % in->heads)
+        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                         "config.json: n_embd %lld is not a multiple "
+                         "of n_head %lld",
+                         (long long)in->hidden_size, (long long)in->heads);
+    in->kv_heads = in->heads;
+    in->head_dim = in->hidden_size / in->heads;
+    k->norm_eps = (float)clf__hf_num(c, "layer_norm_epsilon", 1e-5);
+    k->tied = 1;
+    k->qkv_bias = 1;
+    const char *act = clf__hf_str(c, "activation_function", "gelu_new");
+    if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: activation_function \"%s\" is not supported (gelu_new is)",
+                         act);
+    if (!clf__hf_bool(c, "scale_attn_weights", 1) ||
+        clf__hf_bool(c, "scale_attn_by_inverse_layer_idx", 0))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: scale_attn_weights false or scale_attn_by_inverse_layer_idx "
+                         "true is not supported");
+    return clf__hf_special_ids(ctx, c, in, 50256 < in->vocab_size ? 50256 : -1);
+}
+
+/* GGUF metadata (llama.cpp's gpt2 keys). */
+static clf_status parse_gguf(const clf_gguf_meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
+    clf_lm_info *in = &k->info;
+    snprintf(in->arch, sizeof(in->arch), "%s", "GPT2LMHeadModel");
+    *unpermute_dh = 0;
+    CLF_TRY(clf__gguf_vocab(m, in));
+    CLF_TRY(clf__gguf_size(m, "embedding_length", 1, 0, &in->hidden_size));
+    CLF_TRY(clf__gguf_size(m, "feed_forward_length", 0, 4 * in->hidden_size, &in->ffn_size));
+    CLF_TRY(clf__gguf_size(m, "block_count", 1, 0, &in->layers));
+    CLF_TRY(clf__gguf_size(m, "attention.head_count", 1, 0, &in->heads));
+    CLF_TRY(clf__gguf_size(m, "context_length", 1, 0, &in->max_positions));
+    if (in->hidden_size % in->heads)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT,
+                         "GGUF: embedding_length %lld is not a multiple of the %lld heads",
+                         (long long)in->hidden_size, (long long)in->heads);
+    in->kv_heads = in->heads;
+    in->head_dim = in->hidden_size / in->heads;
+    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
+    double eps;
+    CLF_TRY(clf__gguf_float(m, "attention.layer_norm_epsilon", 1e-5, &eps));
+    k->norm_eps = (float)eps;
+    k->tied = 1;
+    return clf__gguf_special_ids(m, in);
+}
+
+/* Hugging Face's stem (asked for without "transformer.") -> the GGUF stem ("{i}" the layer).
+ * llama.cpp stores the c_* weights as (out, in) already. */
+static const clf_gguf_name k_gguf_names[] = {
+    {"wte", "token_embd", 0},
+    {"wpe", "position_embd", 0},
+    {"ln_f", "output_norm", 0},
+    {"h.{i}.ln_1", "blk.{i}.attn_norm", 0},
+    {"h.{i}.ln_2", "blk.{i}.ffn_norm", 0},
+    {"h.{i}.attn.c_attn", "blk.{i}.attn_qkv", 0},
+    {"h.{i}.attn.c_proj", "blk.{i}.attn_output", 0},
+    {"h.{i}.mlp.c_fc", "blk.{i}.ffn_up", 0},
+    {"h.{i}.mlp.c_proj", "blk.{i}.ffn_down", 0},
+};
 
 /* "<prefix><stem>.weight" stored (in, out), transposed to (out, in), with its bias. */
 static clf_status load_conv1d(clf_loader *L, const char *stem, int64_t out, int64_t in,
@@ -83,4 +160,9 @@ static clf_status gpt2_block(clf_context *ctx, const clf_lm *m, const clf_lm_lay
     return CLF_SUCCESS;
 }
 
-const clf_lm_arch clf__lm_gpt2 = {gpt2_load, gpt2_embed, gpt2_block, gpt2_norm};
+const clf_lm_arch clf__lm_gpt2 = {
+    k_hf_names, k_gguf_archs, parse_hf,
+    parse_gguf, k_gguf_names, sizeof(k_gguf_names) / sizeof(k_gguf_names[0]),
+    2, /* c_fc, c_proj */
+    gpt2_load,  gpt2_embed,   gpt2_block,
+    gpt2_norm};

@@ -15,6 +15,116 @@
  */
 #include "lm.h"
 
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const k_hf_names[] = {"LlamaForCausalLM", "MistralForCausalLM",
+                                         "Qwen2ForCausalLM", NULL};
+static const char *const k_gguf_archs[] = {"llama", "qwen2", NULL};
+
+/* config.json (Hugging Face's LlamaConfig, MistralConfig, Qwen2Config). */
+static clf_status parse_hf(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+    clf_lm_info *in = &k->info;
+    CLF_TRY(clf__hf_size(ctx, c, "vocab_size", 1, &in->vocab_size));
+    CLF_TRY(clf__hf_size(ctx, c, "hidden_size", 1, &in->hidden_size));
+    CLF_TRY(clf__hf_size(ctx, c, "intermediate_size", 1, &in->ffn_size));
+    CLF_TRY(clf__hf_size(ctx, c, "num_hidden_layers", 1, &in->layers));
+    CLF_TRY(clf__hf_size(ctx, c, "num_attention_heads", 1, &in->heads));
+    CLF_TRY(clf__hf_size(ctx, c, "num_key_value_heads", 0, &in->kv_heads));
+    CLF_TRY(clf__hf_size(ctx, c, "head_dim", 0, &in->head_dim));
+    CLF_TRY(clf__hf_size(ctx, c, "max_position_embeddings", 0, &in->max_positions));
+    if (!in->kv_heads) in->kv_heads = in->heads;
+    if (!in->max_positions) in->max_positions = 2048;
+    if (!in->head_dim) {
+        if (in->hidden_size % in->heads)
+            return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
+                             "config.json: hidden_size %lld is not a multiple of "
+                             "num_attention_heads %lld",
+                             (long long)in->hidden_size, (long long)in->heads);
+        in->head_dim = in->hidden_size / in->heads;
+    }
+    CLF_TRY(clf__lm_check_heads(ctx, in, "config.json"));
+    k->norm_eps = (float)clf__hf_num(c, "rms_norm_eps", 1e-6);
+    k->tied = clf__hf_bool(c, "tie_word_embeddings", 0);
+    const int qwen2 = strcmp(in->arch, "Qwen2ForCausalLM") == 0;
+    k->qkv_bias = qwen2 || clf__hf_bool(c, "attention_bias", 0);
+    if (clf__hf_bool(c, "mlp_bias", 0))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "config.json: mlp_bias is not supported");
+    const char *act = clf__hf_str(c, "hidden_act", "silu");
+    if (strcmp(act, "silu") != 0)
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "config.json: hidden_act \"%s\" is not supported (silu is)", act);
+    if (strcmp(in->arch, "MistralForCausalLM") == 0) k->window = clf__json_int(c, "sliding_window");
+    if (qwen2 && clf__hf_bool(c, "use_sliding_window", 0))
+        k->window = clf__json_int(c, "sliding_window");
+    const cJSON *types = clf__hf_field(c, "layer_types"), *t;
+    cJSON_ArrayForEach(t, types) {
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "full_attention") != 0 &&
+            (strcmp(t->valuestring, "sliding_attention") != 0 ||
+             !clf__json_int(c, "sliding_window")))
+            return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                             "config.json: layer type \"%s\" is not supported", t->valuestring);
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "sliding_attention") == 0)
+            k->window = clf__json_int(c, "sliding_window");
+    }
+    if (k->window >= in->max_positions) k->window = 0; /* never reached */
+    CLF_TRY(clf__hf_rope(ctx, c, k));
+    return clf__hf_special_ids(ctx, c, in, -1);
+}
+
+/* GGUF metadata (llama.cpp's llama and qwen2 keys). Llama files come with Q and K rows
+ * permuted for the interleaved rotation; Qwen2 files keep Hugging Face's half-split order. */
+static clf_status parse_gguf(const clf_gguf_meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
+    clf_lm_info *in = &k->info;
+    const int qwen2 = strcmp(m->arch, "qwen2") == 0;
+    snprintf(in->arch, sizeof(in->arch), "%s", qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
+    CLF_TRY(clf__gguf_vocab(m, in));
+    CLF_TRY(clf__gguf_size(m, "embedding_length", 1, 0, &in->hidden_size));
+    CLF_TRY(clf__gguf_size(m, "feed_forward_length", 1, 0, &in->ffn_size));
+    CLF_TRY(clf__gguf_size(m, "block_count", 1, 0, &in->layers));
+    CLF_TRY(clf__gguf_size(m, "attention.head_count", 1, 0, &in->heads));
+    CLF_TRY(clf__gguf_size(m, "attention.head_count_kv", 0, in->heads, &in->kv_heads));
+    CLF_TRY(clf__gguf_size(m, "context_length", 0, 2048, &in->max_positions));
+    int64_t kl, vl;
+    CLF_TRY(clf__gguf_size(m, "attention.key_length", 0, in->hidden_size / in->heads, &kl));
+    CLF_TRY(clf__gguf_size(m, "attention.value_length", 0, kl, &vl));
+    if (kl != vl || (kl == in->hidden_size / in->heads && in->hidden_size % in->heads))
+        return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
+                         "GGUF: key length %lld and value length %lld must agree (and divide the "
+                         "embedding of %lld by the heads)",
+                         (long long)kl, (long long)vl, (long long)in->hidden_size);
+    in->head_dim = kl;
+    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
+    double eps;
+    CLF_TRY(clf__gguf_float(m, "attention.layer_norm_rms_epsilon", 1e-5, &eps));
+    k->norm_eps = (float)eps;
+    k->tied = clf_gguf_tensor_find(m->g, "output.weight") == NULL;
+    k->qkv_bias = clf_gguf_tensor_find(m->g, "blk.0.attn_q.bias") != NULL;
+    int64_t window;
+    CLF_TRY(clf__gguf_size(m, "attention.sliding_window", 0, in->max_positions, &window));
+    k->window = window < in->max_positions ? window : 0;
+    *unpermute_dh = qwen2 ? 0 : in->head_dim;
+    CLF_TRY(clf__gguf_rope(m, k));
+    return clf__gguf_special_ids(m, in);
+}
+
+/* Hugging Face's stem -> the GGUF stem ("{i}" the layer); rope: rows permuted (Q, K). */
+static const clf_gguf_name k_gguf_names[] = {
+    {"model.embed_tokens", "token_embd", 0},
+    {"model.norm", "output_norm", 0},
+    {"lm_head", "output", 0},
+    {"model.layers.{i}.self_attn.q_proj", "blk.{i}.attn_q", 1},
+    {"model.layers.{i}.self_attn.k_proj", "blk.{i}.attn_k", 1},
+    {"model.layers.{i}.self_attn.v_proj", "blk.{i}.attn_v", 0},
+    {"model.layers.{i}.self_attn.o_proj", "blk.{i}.attn_output", 0},
+    {"model.layers.{i}.mlp.gate_proj", "blk.{i}.ffn_gate", 0},
+    {"model.layers.{i}.mlp.up_proj", "blk.{i}.ffn_up", 0},
+    {"model.layers.{i}.mlp.down_proj", "blk.{i}.ffn_down", 0},
+    {"model.layers.{i}.input_layernorm", "blk.{i}.attn_norm", 0},
+    {"model.layers.{i}.post_attention_layernorm", "blk.{i}.ffn_norm", 0},
+};
+
 static const char *const k_q = "model.layers.{i}.self_attn.q_proj",
                          *const k_k = "model.layers.{i}.self_attn.k_proj",
                          *const k_v = "model.layers.{i}.self_attn.v_proj",
@@ -86,4 +196,9 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
     return CLF_SUCCESS;
 }
 
-const clf_lm_arch clf__lm_llama = {llama_load, llama_embed, llama_block, llama_norm};
+const clf_lm_arch clf__lm_llama = {
+    k_hf_names, k_gguf_archs, parse_hf,
+    parse_gguf, k_gguf_names, sizeof(k_gguf_names) / sizeof(k_gguf_names[0]),
+    3, /* gate, up, down */
+    llama_load, llama_embed,  llama_block,
+    llama_norm};

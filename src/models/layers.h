@@ -96,6 +96,13 @@ void clf__embed_free(clf_embed_w *e);
 /* Reads tensors of one model from a safetensors file, or from the first of n_shards files that
  * holds each name (a sharded checkpoint; st unused then). Names may hold "{i}", replaced by
  * `layer`; `prefix` is put in front of every name. */
+/* One entry of a family's GGUF name map: Hugging Face's stem ("{i}" the layer) -> llama.cpp's;
+ * rope: the rows come permuted for interleaved RoPE (Llama's Q and K), when the file says so. */
+typedef struct clf_gguf_name {
+    const char *hf, *gguf;
+    int rope;
+} clf_gguf_name;
+
 typedef struct clf_loader {
     clf_context *ctx;
     const clf_safetensors *st;
@@ -109,6 +116,8 @@ typedef struct clf_loader {
      * when Q and K rows come permuted for interleaved RoPE (undone at load), else 0. */
     const clf_gguf *gguf;
     int64_t unpermute_dh;
+    const clf_gguf_name *gguf_names; /* the family's name map (its arch_*.c) */
+    size_t n_gguf_names;
 } clf_loader;
 
 /* The GGUF loads behind clf__load and clf__load_rows when L->gguf is set (lm_gguf.c): full

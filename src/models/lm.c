@@ -75,8 +75,7 @@ static int64_t count_params(const clf_lm *m) {
     const clf_lm_info *in = &m->cfg.info;
     const int64_t d = in->hidden_size, q = in->heads * in->head_dim,
                   kv = in->kv_heads * in->head_dim, F = in->ffn_size;
-    const int gpt2 = m->pos != NULL;
-    int64_t per = (q + 2 * kv) * d + q * d + (gpt2 ? 2 : 3) * F * d; /* projections */
+    int64_t per = (q + 2 * kv) * d + q * d + m->cfg.arch->ffn_matrices * F * d; /* projections */
     per += numel_or0(m->layers[0].qkv.b) + numel_or0(m->layers[0].o.b) +
            numel_or0(m->layers[0].up.b) + numel_or0(m->layers[0].down.b);
     per += numel_or0(m->layers[0].n1.g) + numel_or0(m->layers[0].n1.b) +
@@ -142,7 +141,15 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
         goto fail;
     }
     if (!g) CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
-    clf_loader L = {ctx, NULL, "", 0, files.st, files.n, p.weight_dtype, g, unpermute_dh};
+    clf_loader L = {.ctx = ctx,
+                    .prefix = "",
+                    .shards = files.st,
+                    .n_shards = files.n,
+                    .weight_dtype = p.weight_dtype,
+                    .gguf = g,
+                    .unpermute_dh = unpermute_dh,
+                    .gguf_names = m->cfg.arch->gguf_names,
+                    .n_gguf_names = m->cfg.arch->n_gguf_names};
     CLF_CHECK(m->cfg.arch->load(&L, m));
     m->cfg.info.parameters = count_params(m);
     /* A GGUF file's types are its own (they may differ by tensor): the first Q projection's. */
@@ -199,11 +206,11 @@ clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint
     clf_lm *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
-    snprintf(in.arch, sizeof(in.arch), "LlamaForCausalLM");
+    snprintf(in.arch, sizeof(in.arch), "LlamaForCausalLM"); /* the shape this call builds */
     in.bos = -1;
     in.n_eos = 0;
     m->cfg.info = in;
-    m->cfg.arch = &clf__lm_llama;
+    m->cfg.arch = clf__lm_arch_find(in.arch, strlen(in.arch), 0);
     m->cfg.norm_eps = 1e-5f;
     clf_status st = CLF_SUCCESS;
     const int64_t d = in.hidden_size, q = in.heads * in.head_dim, kv = in.kv_heads * in.head_dim,

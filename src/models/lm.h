@@ -24,11 +24,13 @@ typedef struct clf_lm_config {
     float *inv_freq; /* (head_dim / 2) rotary frequencies after rope scaling (Llama family) */
 } clf_lm_config;
 
-/* Reads dir/config.json into c (message naming what is unsupported or missing). */
+/* Reads dir/config.json into c (message naming what is unsupported or missing): the family
+ * named by "architectures" (one of clf__lm_archs) parses the rest. */
 clf_status clf__lm_read_config(clf_context *ctx, const char *dir, clf_lm_config *c);
-/* The same from a GGUF file's metadata (lm_gguf.c): general.architecture llama, qwen2 or gpt2
- * and its hyperparameters. *unpermute_dh: the head size when the file's Q and K rows are
- * permuted for interleaved RoPE (llama.cpp's converter does so for "llama"), else 0. */
+/* The same from a GGUF file's metadata (lm_gguf.c): the family whose gguf_names holds
+ * general.architecture parses its <arch>.* keys. *unpermute_dh: the head size when the file's Q
+ * and K rows are permuted for interleaved RoPE (llama.cpp's converter does so for "llama"),
+ * else 0. */
 clf_status clf__lm_read_gguf_config(clf_context *ctx, const clf_gguf *g, clf_lm_config *c,
                                     int64_t *unpermute_dh);
 void clf__lm_config_free(clf_lm_config *c);
@@ -36,6 +38,37 @@ void clf__lm_config_free(clf_lm_config *c);
  * the heads (K/V heads divide query heads; head size even, at most 256). */
 void clf__lm_drop_bad_eos(clf_context *ctx, clf_lm_info *info, const char *source);
 clf_status clf__lm_check_heads(clf_context *ctx, const clf_lm_info *in, const char *source);
+
+/* For the families' config.json readers (lm_config.c): a field, null read as absent; a number,
+ * bool or string with a fallback; a size (required: a positive integer; optional: 0 when
+ * absent); bos_token_id and eos_token_id (fallback: both, when absent; -1 none); the rotary
+ * frequencies after rope scaling into c->inv_freq. */
+struct cJSON;
+const struct cJSON *clf__hf_field(const struct cJSON *c, const char *key);
+double clf__hf_num(const struct cJSON *c, const char *key, double fallback);
+int clf__hf_bool(const struct cJSON *c, const char *key, int fallback);
+const char *clf__hf_str(const struct cJSON *c, const char *key, const char *fallback);
+clf_status clf__hf_size(clf_context *ctx, const struct cJSON *c, const char *key, int required,
+                        int64_t *out);
+clf_status clf__hf_special_ids(clf_context *ctx, const struct cJSON *c, clf_lm_info *info,
+                               int32_t fallback);
+clf_status clf__hf_rope(clf_context *ctx, const struct cJSON *c, clf_lm_config *k);
+
+/* For the families' GGUF readers (lm_gguf.c): the file and its general.architecture; an
+ * <arch>.<key> size (absent: fallback, or an error when required) or float; the special ids from
+ * tokenizer.ggml.*; the rotary frequencies (rope.freq_base, linear scaling, rope_freqs); the
+ * vocabulary (<arch>.vocab_size, else token_embd's rows). */
+typedef struct clf_gguf_meta {
+    clf_context *ctx;
+    const clf_gguf *g;
+    const char *arch; /* general.architecture, NUL-terminated copy */
+} clf_gguf_meta;
+clf_status clf__gguf_size(const clf_gguf_meta *m, const char *key, int required, int64_t fallback,
+                          int64_t *out);
+clf_status clf__gguf_float(const clf_gguf_meta *m, const char *key, double fallback, double *out);
+clf_status clf__gguf_special_ids(const clf_gguf_meta *m, clf_lm_info *in);
+clf_status clf__gguf_rope(const clf_gguf_meta *m, clf_lm_config *k);
+clf_status clf__gguf_vocab(const clf_gguf_meta *m, clf_lm_info *in);
 
 /* The weights of a folder: model.safetensors, or the shards of model.safetensors.index.json. */
 typedef struct clf_lm_files {
@@ -81,11 +114,22 @@ typedef struct clf_lm_ws {
     int pending;        /* o holds a sublayer output not yet added into h */
 } clf_lm_ws;
 
-/* A family: its loader (every weight of m, L->prefix free to set), its embedding of ids (B, T)
- * into ws->h, its block (in place on ws->h, the new keys and values appended to kv (B, max_len,
- * 2 kv) at each sequence's length), and its norm (x = norm(h), first adding a pending sublayer
- * output ws->o into h). */
+/* A family, all in its arch_*.c: the names it answers to (config.json's "architectures",
+ * GGUF's general.architecture; NULL-terminated lists), its config readers for both (parse_hf:
+ * every field but info.arch, which the caller sets to the name matched; parse_gguf: every field,
+ * info.arch the Hugging Face class the file's model is), its GGUF name map, the weight
+ * matrices of its FFN (2, or 3 when gated), its loader (every weight of m, L->prefix free to
+ * set), its embedding of ids (B, T) into ws->h, its block (in place on ws->h, the new keys and
+ * values appended to kv (B, max_len, 2 kv) at each sequence's length), and its norm
+ * (x = norm(h), first adding a pending sublayer output ws->o into h). */
 typedef struct clf_lm_arch {
+    const char *const *hf_names;
+    const char *const *gguf_archs;
+    clf_status (*parse_hf)(clf_context *ctx, const struct cJSON *c, clf_lm_config *k);
+    clf_status (*parse_gguf)(const clf_gguf_meta *m, clf_lm_config *k, int64_t *unpermute_dh);
+    const clf_gguf_name *gguf_names;
+    size_t n_gguf_names;
+    int ffn_matrices;
     clf_status (*load)(clf_loader *L, clf_lm *m);
     clf_status (*embed)(clf_context *ctx, const clf_lm *m, const clf_tensor *ids, clf_lm_ws *ws);
     clf_status (*block)(clf_context *ctx, const clf_lm *m, const clf_lm_layer *l, clf_tensor *kv,
@@ -96,6 +140,10 @@ typedef struct clf_lm_arch {
 
 extern const clf_lm_arch clf__lm_llama; /* arch_llama.c */
 extern const clf_lm_arch clf__lm_gpt2;  /* arch_gpt2.c */
+/* Every family (arch.c): the one whose hf_names (gguf 0) or gguf_archs (gguf 1) holds name
+ * (len bytes), or NULL. list: the names the families answer to, comma-separated, into buf. */
+const clf_lm_arch *clf__lm_arch_find(const char *name, size_t len, int gguf);
+const char *clf__lm_arch_list(int gguf, char *buf, size_t size);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
  * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each

@@ -12,41 +12,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cJSON *field(const cJSON *c, const char *key) {
+const cJSON *clf__hf_field(const cJSON *c, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
     return cJSON_IsNull(v) ? NULL : v;
 }
 
-static double num_or(const cJSON *c, const char *key, double fallback) {
-    const cJSON *v = field(c, key);
+double clf__hf_num(const cJSON *c, const char *key, double fallback) {
+    const cJSON *v = clf__hf_field(c, key);
     return cJSON_IsNumber(v) ? v->valuedouble : fallback;
 }
 
-static int bool_or(const cJSON *c, const char *key, int fallback) {
-    const cJSON *v = field(c, key);
+int clf__hf_bool(const cJSON *c, const char *key, int fallback) {
+    const cJSON *v = clf__hf_field(c, key);
     return cJSON_IsBool(v) ? cJSON_IsTrue(v) : fallback;
 }
 
-static const char *str_or(const cJSON *c, const char *key, const char *fallback) {
-    const cJSON *v = field(c, key);
+const char *clf__hf_str(const cJSON *c, const char *key, const char *fallback) {
+    const cJSON *v = clf__hf_field(c, key);
     return cJSON_IsString(v) ? v->valuestring : fallback;
 }
 
 /* A size field: required (positive integer) or 0 when absent and optional. */
-static clf_status size_field(clf_context *ctx, const cJSON *c, const char *key, int required,
-                             int64_t *out) {
+clf_status clf__hf_size(clf_context *ctx, const cJSON *c, const char *key, int required,
+                        int64_t *out) {
     *out = clf__json_int(c, key);
-    if (*out == 0 && (required || field(c, key)))
+    if (*out == 0 && (required || clf__hf_field(c, key)))
         return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
                          "config.json: \"%s\" must be a positive integer%s", key,
-                         field(c, key) ? "" : " (missing)");
+                         clf__hf_field(c, key) ? "" : " (missing)");
     return CLF_SUCCESS;
 }
 
 /* bos_token_id (int or null) and eos_token_id (int, list or null). */
-static clf_status special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *info,
-                              int32_t fallback) {
-    const cJSON *bos = field(c, "bos_token_id"), *eos = field(c, "eos_token_id");
+clf_status clf__hf_special_ids(clf_context *ctx, const cJSON *c, clf_lm_info *info,
+                               int32_t fallback) {
+    const cJSON *bos = clf__hf_field(c, "bos_token_id"), *eos = clf__hf_field(c, "eos_token_id");
     info->bos = cJSON_IsNumber(bos) ? (int32_t)bos->valuedouble : fallback;
     info->n_eos = 0;
     if (cJSON_IsNumber(eos)) {
@@ -94,58 +94,28 @@ clf_status clf__lm_check_heads(clf_context *ctx, const clf_lm_info *in, const ch
     return CLF_SUCCESS;
 }
 
-static clf_status parse_gpt2(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
-    clf_lm_info *in = &k->info;
-    CLF_TRY(size_field(ctx, c, "vocab_size", 1, &in->vocab_size));
-    CLF_TRY(size_field(ctx, c, "n_embd", 1, &in->hidden_size));
-    CLF_TRY(size_field(ctx, c, "n_layer", 1, &in->layers));
-    CLF_TRY(size_field(ctx, c, "n_head", 1, &in->heads));
-    CLF_TRY(size_field(ctx, c, "n_positions", 1, &in->max_positions));
-    CLF_TRY(size_field(ctx, c, "n_inner", 0, &in->ffn_size));
-    if (!in->ffn_size) in->ffn_size = 4 * in->hidden_size;
-    if (in->hidden_size % in->heads)
-        return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
-                         "config.json: n_embd %lld is not a multiple "
-                         "of n_head %lld",
-                         (long long)in->hidden_size, (long long)in->heads);
-    in->kv_heads = in->heads;
-    in->head_dim = in->hidden_size / in->heads;
-    k->norm_eps = (float)num_or(c, "layer_norm_epsilon", 1e-5);
-    k->tied = 1;
-    k->qkv_bias = 1;
-    const char *act = str_or(c, "activation_function", "gelu_new");
-    if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "config.json: activation_function \"%s\" is not supported (gelu_new is)",
-                         act);
-    if (!bool_or(c, "scale_attn_weights", 1) || bool_or(c, "scale_attn_by_inverse_layer_idx", 0))
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "config.json: scale_attn_weights false or scale_attn_by_inverse_layer_idx "
-                         "true is not supported");
-    return special_ids(ctx, c, in, 50256 < in->vocab_size ? 50256 : -1);
-}
-
 /* HF's default rotary frequencies in float32 (1 / base^(2i / dim)), then the scaling. The
  * parameters are "rope_parameters" (transformers 5: rope_theta and the scaling in one object) or
  * "rope_theta" and "rope_scaling" (transformers 4). */
-static clf_status rope_freqs(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
+clf_status clf__hf_rope(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
     const int64_t dh = k->info.head_dim, n = dh / 2;
-    const cJSON *rp = field(c, "rope_parameters");
-    const double theta = num_or(rp ? rp : c, "rope_theta", num_or(c, "rope_theta", 10000.0));
+    const cJSON *rp = clf__hf_field(c, "rope_parameters");
+    const double theta =
+        clf__hf_num(rp ? rp : c, "rope_theta", clf__hf_num(c, "rope_theta", 10000.0));
     if (!(theta > 1.0) || !isfinite(theta))
         return clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: rope_theta %g must be > 1",
                          theta);
-    if (num_or(c, "partial_rotary_factor", 1.0) != 1.0)
+    if (clf__hf_num(c, "partial_rotary_factor", 1.0) != 1.0)
         return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
                          "config.json: partial_rotary_factor is not supported");
     k->inv_freq = malloc(sizeof(float) * (size_t)n);
     if (!k->inv_freq) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int64_t i = 0; i < n; i++)
         k->inv_freq[i] = 1.0f / powf((float)theta, (float)(2 * i) / (float)dh);
-    const cJSON *rs = rp ? rp : field(c, "rope_scaling");
+    const cJSON *rs = rp ? rp : clf__hf_field(c, "rope_scaling");
     if (!rs) return CLF_SUCCESS;
-    const char *type = str_or(rs, "rope_type", str_or(rs, "type", "default"));
-    const double factor = num_or(rs, "factor", 1.0);
+    const char *type = clf__hf_str(rs, "rope_type", clf__hf_str(rs, "type", "default"));
+    const double factor = clf__hf_num(rs, "factor", 1.0);
     if (strcmp(type, "default") == 0) return CLF_SUCCESS;
     if (!(factor > 0.0))
         return clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: rope_scaling factor %g", factor);
@@ -155,9 +125,9 @@ static clf_status rope_freqs(clf_context *ctx, const cJSON *c, clf_lm_config *k)
         return CLF_SUCCESS;
     }
     if (strcmp(type, "llama3") == 0) { /* Llama 3.1's: long wavelengths slowed by factor */
-        const double lo = num_or(rs, "low_freq_factor", 1.0),
-                     hi = num_or(rs, "high_freq_factor", 4.0);
-        const double old = num_or(rs, "original_max_position_embeddings", 8192.0);
+        const double lo = clf__hf_num(rs, "low_freq_factor", 1.0),
+                     hi = clf__hf_num(rs, "high_freq_factor", 4.0);
+        const double old = clf__hf_num(rs, "original_max_position_embeddings", 8192.0);
         if (!(hi > lo))
             return clf__fail(
                 ctx, CLF_ERROR_BAD_FORMAT,
@@ -180,86 +150,25 @@ static clf_status rope_freqs(clf_context *ctx, const cJSON *c, clf_lm_config *k)
                      type);
 }
 
-static clf_status parse_llama(clf_context *ctx, const cJSON *c, clf_lm_config *k) {
-    clf_lm_info *in = &k->info;
-    CLF_TRY(size_field(ctx, c, "vocab_size", 1, &in->vocab_size));
-    CLF_TRY(size_field(ctx, c, "hidden_size", 1, &in->hidden_size));
-    CLF_TRY(size_field(ctx, c, "intermediate_size", 1, &in->ffn_size));
-    CLF_TRY(size_field(ctx, c, "num_hidden_layers", 1, &in->layers));
-    CLF_TRY(size_field(ctx, c, "num_attention_heads", 1, &in->heads));
-    CLF_TRY(size_field(ctx, c, "num_key_value_heads", 0, &in->kv_heads));
-    CLF_TRY(size_field(ctx, c, "head_dim", 0, &in->head_dim));
-    CLF_TRY(size_field(ctx, c, "max_position_embeddings", 0, &in->max_positions));
-    if (!in->kv_heads) in->kv_heads = in->heads;
-    if (!in->max_positions) in->max_positions = 2048;
-    if (!in->head_dim) {
-        if (in->hidden_size % in->heads)
-            return clf__fail(ctx, CLF_ERROR_BAD_FORMAT,
-                             "config.json: hidden_size %lld is not a multiple of "
-                             "num_attention_heads %lld",
-                             (long long)in->hidden_size, (long long)in->heads);
-        in->head_dim = in->hidden_size / in->heads;
-    }
-    CLF_TRY(clf__lm_check_heads(ctx, in, "config.json"));
-    k->norm_eps = (float)num_or(c, "rms_norm_eps", 1e-6);
-    k->tied = bool_or(c, "tie_word_embeddings", 0);
-    const int qwen2 = strcmp(in->arch, "Qwen2ForCausalLM") == 0;
-    k->qkv_bias = qwen2 || bool_or(c, "attention_bias", 0);
-    if (bool_or(c, "mlp_bias", 0))
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "config.json: mlp_bias is not supported");
-    const char *act = str_or(c, "hidden_act", "silu");
-    if (strcmp(act, "silu") != 0)
-        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                         "config.json: hidden_act \"%s\" is not supported (silu is)", act);
-    if (strcmp(in->arch, "MistralForCausalLM") == 0) k->window = clf__json_int(c, "sliding_window");
-    if (qwen2 && bool_or(c, "use_sliding_window", 0))
-        k->window = clf__json_int(c, "sliding_window");
-    const cJSON *types = field(c, "layer_types"), *t;
-    cJSON_ArrayForEach(t, types) {
-        if (cJSON_IsString(t) && strcmp(t->valuestring, "full_attention") != 0 &&
-            (strcmp(t->valuestring, "sliding_attention") != 0 ||
-             !clf__json_int(c, "sliding_window")))
-            return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                             "config.json: layer type \"%s\" is not supported", t->valuestring);
-        if (cJSON_IsString(t) && strcmp(t->valuestring, "sliding_attention") == 0)
-            k->window = clf__json_int(c, "sliding_window");
-    }
-    if (k->window >= in->max_positions) k->window = 0; /* never reached */
-    CLF_TRY(rope_freqs(ctx, c, k));
-    return special_ids(ctx, c, in, -1);
-}
-
-static const struct {
-    const char *name;
-    const clf_lm_arch *arch;
-    clf_status (*parse)(clf_context *ctx, const cJSON *c, clf_lm_config *k);
-} k_archs[] = {
-    {"GPT2LMHeadModel", &clf__lm_gpt2, parse_gpt2},
-    {"LlamaForCausalLM", &clf__lm_llama, parse_llama},
-    {"MistralForCausalLM", &clf__lm_llama, parse_llama},
-    {"Qwen2ForCausalLM", &clf__lm_llama, parse_llama},
-};
-
 clf_status clf__lm_read_config(clf_context *ctx, const char *dir, clf_lm_config *k) {
     memset(k, 0, sizeof(*k));
     clf_status st = CLF_SUCCESS;
     cJSON *c = clf__read_json(ctx, dir, "config.json", 1, &st);
     if (!c) return st;
-    const cJSON *archs = field(c, "architectures");
+    const cJSON *archs = clf__hf_field(c, "architectures");
     const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     const char *name = cJSON_IsString(a0) ? a0->valuestring : NULL;
-    size_t i = 0;
-    for (; name && i < sizeof(k_archs) / sizeof(k_archs[0]); i++)
-        if (strcmp(name, k_archs[i].name) == 0) break;
-    if (!name || i == sizeof(k_archs) / sizeof(k_archs[0])) {
+    const clf_lm_arch *a = name ? clf__lm_arch_find(name, strlen(name), 0) : NULL;
+    if (!a) {
+        char list[256];
         st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                       "%s/config.json: architecture %s%s%s is not supported (GPT2LMHeadModel, "
-                       "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM are)",
-                       dir, name ? "\"" : "", name ? name : "(none given)", name ? "\"" : "");
+                       "%s/config.json: architecture %s%s%s is not supported (%s are)", dir,
+                       name ? "\"" : "", name ? name : "(none given)", name ? "\"" : "",
+                       clf__lm_arch_list(0, list, sizeof(list)));
     } else {
         snprintf(k->info.arch, sizeof(k->info.arch), "%s", name);
-        k->arch = k_archs[i].arch;
-        st = k_archs[i].parse(ctx, c, k);
+        k->arch = a;
+        st = a->parse_hf(ctx, c, k);
         if (st == CLF_SUCCESS && !(k->norm_eps > 0.0f))
             st = clf__fail(ctx, CLF_ERROR_BAD_FORMAT, "config.json: the norm eps must be > 0");
         if (st == CLF_SUCCESS && k->info.max_positions > (1 << 24))

@@ -2,7 +2,9 @@
  * lm_gguf.c — causal language models from a GGUF file (llama.cpp's format): the config from its
  * metadata (general.architecture and the <arch>.* keys), and the loads behind clf__load /
  * clf__load_rows when the loader reads one. The families' loaders (arch_llama.c, arch_gpt2.c)
- * ask for Hugging Face's names; k_names maps them to llama.cpp's (token_embd, blk.N.attn_q ...).
+ * ask for Hugging Face's names; each family's map (L->gguf_names, in its arch_*.c) gives
+ * llama.cpp's (token_embd, blk.N.attn_q ...), and its parse_gguf reads its <arch>.* keys with
+ * the helpers here.
  *
  * Weights keep the types they are stored in (Q4_0, Q8_0, Q4_K, Q6_K, F16, BF16, F32): nothing is
  * dequantized (real quantized files mix types: Q4_K_M keeps some attn_v and ffn_down in Q6_K; a
@@ -20,35 +22,6 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------- names */
-
-/* Hugging Face's stem -> the GGUF stem ("{i}" the layer); rope: rows permuted (Llama's Q, K). */
-static const struct {
-    const char *hf, *gguf;
-    int rope;
-} k_names[] = {
-    {"model.embed_tokens", "token_embd", 0},
-    {"model.norm", "output_norm", 0},
-    {"lm_head", "output", 0},
-    {"model.layers.{i}.self_attn.q_proj", "blk.{i}.attn_q", 1},
-    {"model.layers.{i}.self_attn.k_proj", "blk.{i}.attn_k", 1},
-    {"model.layers.{i}.self_attn.v_proj", "blk.{i}.attn_v", 0},
-    {"model.layers.{i}.self_attn.o_proj", "blk.{i}.attn_output", 0},
-    {"model.layers.{i}.mlp.gate_proj", "blk.{i}.ffn_gate", 0},
-    {"model.layers.{i}.mlp.up_proj", "blk.{i}.ffn_up", 0},
-    {"model.layers.{i}.mlp.down_proj", "blk.{i}.ffn_down", 0},
-    {"model.layers.{i}.input_layernorm", "blk.{i}.attn_norm", 0},
-    {"model.layers.{i}.post_attention_layernorm", "blk.{i}.ffn_norm", 0},
-    /* GPT-2 (asked for without "transformer."); c_* are stored as (out, in) already */
-    {"wte", "token_embd", 0},
-    {"wpe", "position_embd", 0},
-    {"ln_f", "output_norm", 0},
-    {"h.{i}.ln_1", "blk.{i}.attn_norm", 0},
-    {"h.{i}.ln_2", "blk.{i}.ffn_norm", 0},
-    {"h.{i}.attn.c_attn", "blk.{i}.attn_qkv", 0},
-    {"h.{i}.attn.c_proj", "blk.{i}.attn_output", 0},
-    {"h.{i}.mlp.c_fc", "blk.{i}.ffn_up", 0},
-    {"h.{i}.mlp.c_proj", "blk.{i}.ffn_down", 0},
-};
 
 /* name against a stem template: the layer's digits where "{i}" is; returns the rest of name
  * (empty or from a '.'), or NULL when it does not match. */
@@ -71,19 +44,20 @@ static const char *match(const char *tmpl, const char *name, char *layer, size_t
     return *name == '\0' || *name == '.' ? name : NULL;
 }
 
-/* The GGUF name of a Hugging Face name into out; *rope: its rows are permuted. False if the
- * name has no GGUF counterpart. */
-static bool gguf_name(const char *hf, char *out, size_t size, int *rope) {
-    for (size_t i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++) {
+/* The GGUF name of a Hugging Face name into out, by the family's map (L->gguf_names); *rope: its
+ * rows are permuted. False if the name has no GGUF counterpart. */
+static bool gguf_name(const clf_loader *L, const char *hf, char *out, size_t size, int *rope) {
+    for (size_t i = 0; i < L->n_gguf_names; i++) {
+        const clf_gguf_name *e = &L->gguf_names[i];
         char layer[24];
-        const char *rest = match(k_names[i].hf, hf, layer, sizeof(layer));
+        const char *rest = match(e->hf, hf, layer, sizeof(layer));
         if (!rest) continue;
-        const char *g = k_names[i].gguf, *at = strstr(g, "{i}");
+        const char *g = e->gguf, *at = strstr(g, "{i}");
         if (at)
             snprintf(out, size, "%.*s%s%s%s", (int)(at - g), g, layer, at + 3, rest);
         else
             snprintf(out, size, "%s%s", g, rest);
-        *rope = k_names[i].rope;
+        *rope = e->rope;
         return true;
     }
     return false;
@@ -106,7 +80,7 @@ typedef struct part {
 
 /* Finds and checks part i of a load: present, (rows) or (rows, cols), a type clformer reads. */
 static clf_status find_part(clf_loader *L, const char *hf, int64_t rows, int64_t cols, part *p) {
-    if (!gguf_name(hf, p->name, sizeof(p->name), &p->rope))
+    if (!gguf_name(L, hf, p->name, sizeof(p->name), &p->rope))
         return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "GGUF: no name for \"%s\"", hf);
     p->rope = p->rope && L->unpermute_dh > 0;
     p->t = clf_gguf_tensor_find(L->gguf, p->name);
@@ -135,7 +109,7 @@ static clf_status find_part(clf_loader *L, const char *hf, int64_t rows, int64_t
 int clf__gguf_stored_type(const clf_loader *L, const char *full) {
     char name[512];
     int rope;
-    if (!gguf_name(full, name, sizeof(name), &rope)) return -1;
+    if (!gguf_name(L, full, name, sizeof(name), &rope)) return -1;
     const clf_gguf_tensor *t = clf_gguf_tensor_find(L->gguf, name);
     return t ? t->dtype : -1;
 }
@@ -215,15 +189,9 @@ clf_status clf__gguf_load_rows(clf_loader *L, const char *const *full, int count
 
 /* ---------------------------------------------------------------- config */
 
-typedef struct meta {
-    clf_context *ctx;
-    const clf_gguf *g;
-    const char *arch; /* general.architecture, NUL-terminated copy */
-} meta;
-
 /* <arch>.<key> as a positive integer (absent: fallback; required and absent: an error). */
-static clf_status size_key(const meta *m, const char *key, int required, int64_t fallback,
-                           int64_t *out) {
+clf_status clf__gguf_size(const clf_gguf_meta *m, const char *key, int required, int64_t fallback,
+                          int64_t *out) {
     char k[160];
     snprintf(k, sizeof(k), "%s.%s", m->arch, key);
     clf_error err;
@@ -241,7 +209,7 @@ static clf_status size_key(const meta *m, const char *key, int required, int64_t
     return CLF_SUCCESS;
 }
 
-static clf_status float_key(const meta *m, const char *key, double fallback, double *out) {
+clf_status clf__gguf_float(const clf_gguf_meta *m, const char *key, double fallback, double *out) {
     char k[160];
     snprintf(k, sizeof(k), "%s.%s", m->arch, key);
     clf_error err;
@@ -255,7 +223,7 @@ static clf_status float_key(const meta *m, const char *key, double fallback, dou
 }
 
 /* tokenizer.ggml.bos_token_id and eos_token_id (absent: -1, none). */
-static clf_status special_ids(const meta *m, clf_lm_info *in) {
+clf_status clf__gguf_special_ids(const clf_gguf_meta *m, clf_lm_info *in) {
     int64_t v;
     clf_error err;
     clf_status st = clf_gguf_get_int(m->g, "tokenizer.ggml.bos_token_id", &v, &err);
@@ -273,17 +241,17 @@ static clf_status special_ids(const meta *m, clf_lm_info *in) {
 
 /* Rotary frequencies: base^(-2i / dh), divided by rope.scaling.factor (linear scaling) or by
  * the rope_freqs tensor (Llama 3.1's scaling, as llama.cpp's converter stores it). */
-static clf_status rope(const meta *m, clf_lm_config *k) {
+clf_status clf__gguf_rope(const clf_gguf_meta *m, clf_lm_config *k) {
     const int64_t dh = k->info.head_dim, n = dh / 2;
     int64_t dims;
     double base, factor = 1.0;
-    CLF_TRY(size_key(m, "rope.dimension_count", 0, dh, &dims));
+    CLF_TRY(clf__gguf_size(m, "rope.dimension_count", 0, dh, &dims));
     if (dims != dh)
         return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
                          "GGUF: rope.dimension_count %lld: partial rotary embeddings are not "
                          "supported (the head size is %lld)",
                          (long long)dims, (long long)dh);
-    CLF_TRY(float_key(m, "rope.freq_base", 10000.0, &base));
+    CLF_TRY(clf__gguf_float(m, "rope.freq_base", 10000.0, &base));
     char key[160];
     const char *type = NULL;
     size_t tlen = 0;
@@ -294,7 +262,7 @@ static clf_status rope(const meta *m, clf_lm_config *k) {
             return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
                              "GGUF: rope scaling \"%.*s\" is not supported (linear is)",
                              (int)(tlen > 40 ? 40 : tlen), type);
-        CLF_TRY(float_key(m, "rope.scaling.factor", 1.0, &factor));
+        CLF_TRY(clf__gguf_float(m, "rope.scaling.factor", 1.0, &factor));
     }
     k->inv_freq = malloc(sizeof(float) * (size_t)n);
     if (!k->inv_freq) return clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -317,69 +285,11 @@ static clf_status rope(const meta *m, clf_lm_config *k) {
 }
 
 /* The vocabulary: <arch>.vocab_size, else token_embd's rows. */
-static clf_status vocab(const meta *m, clf_lm_info *in) {
+clf_status clf__gguf_vocab(const clf_gguf_meta *m, clf_lm_info *in) {
     const clf_gguf_tensor *t = clf_gguf_tensor_find(m->g, "token_embd.weight");
     if (!t || t->ndim != 2)
         return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "GGUF: token_embd.weight must be a matrix");
-    return size_key(m, "vocab_size", 0, t->ne[1], &in->vocab_size);
-}
-
-static clf_status parse_llama(const meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
-    clf_lm_info *in = &k->info;
-    const int qwen2 = strcmp(m->arch, "qwen2") == 0;
-    snprintf(in->arch, sizeof(in->arch), "%s", qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
-    CLF_TRY(vocab(m, in));
-    CLF_TRY(size_key(m, "embedding_length", 1, 0, &in->hidden_size));
-    CLF_TRY(size_key(m, "feed_forward_length", 1, 0, &in->ffn_size));
-    CLF_TRY(size_key(m, "block_count", 1, 0, &in->layers));
-    CLF_TRY(size_key(m, "attention.head_count", 1, 0, &in->heads));
-    CLF_TRY(size_key(m, "attention.head_count_kv", 0, in->heads, &in->kv_heads));
-    CLF_TRY(size_key(m, "context_length", 0, 2048, &in->max_positions));
-    int64_t kl, vl;
-    CLF_TRY(size_key(m, "attention.key_length", 0, in->hidden_size / in->heads, &kl));
-    CLF_TRY(size_key(m, "attention.value_length", 0, kl, &vl));
-    if (kl != vl || (kl == in->hidden_size / in->heads && in->hidden_size % in->heads))
-        return clf__fail(m->ctx, CLF_ERROR_UNSUPPORTED,
-                         "GGUF: key length %lld and value length %lld must agree (and divide the "
-                         "embedding of %lld by the heads)",
-                         (long long)kl, (long long)vl, (long long)in->hidden_size);
-    in->head_dim = kl;
-    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
-    double eps;
-    CLF_TRY(float_key(m, "attention.layer_norm_rms_epsilon", 1e-5, &eps));
-    k->norm_eps = (float)eps;
-    k->tied = clf_gguf_tensor_find(m->g, "output.weight") == NULL;
-    k->qkv_bias = clf_gguf_tensor_find(m->g, "blk.0.attn_q.bias") != NULL;
-    int64_t window;
-    CLF_TRY(size_key(m, "attention.sliding_window", 0, in->max_positions, &window));
-    k->window = window < in->max_positions ? window : 0;
-    *unpermute_dh = qwen2 ? 0 : in->head_dim;
-    CLF_TRY(rope(m, k));
-    return special_ids(m, in);
-}
-
-static clf_status parse_gpt2(const meta *m, clf_lm_config *k, int64_t *unpermute_dh) {
-    clf_lm_info *in = &k->info;
-    snprintf(in->arch, sizeof(in->arch), "%s", "GPT2LMHeadModel");
-    *unpermute_dh = 0;
-    CLF_TRY(vocab(m, in));
-    CLF_TRY(size_key(m, "embedding_length", 1, 0, &in->hidden_size));
-    CLF_TRY(size_key(m, "feed_forward_length", 0, 4 * in->hidden_size, &in->ffn_size));
-    CLF_TRY(size_key(m, "block_count", 1, 0, &in->layers));
-    CLF_TRY(size_key(m, "attention.head_count", 1, 0, &in->heads));
-    CLF_TRY(size_key(m, "context_length", 1, 0, &in->max_positions));
-    if (in->hidden_size % in->heads)
-        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT,
-                         "GGUF: embedding_length %lld is not a multiple of the %lld heads",
-                         (long long)in->hidden_size, (long long)in->heads);
-    in->kv_heads = in->heads;
-    in->head_dim = in->hidden_size / in->heads;
-    CLF_TRY(clf__lm_check_heads(m->ctx, in, "GGUF"));
-    double eps;
-    CLF_TRY(float_key(m, "attention.layer_norm_epsilon", 1e-5, &eps));
-    k->norm_eps = (float)eps;
-    k->tied = 1;
-    return special_ids(m, in);
+    return clf__gguf_size(m, "vocab_size", 0, t->ne[1], &in->vocab_size);
 }
 
 clf_status clf__lm_read_gguf_config(clf_context *ctx, const clf_gguf *g, clf_lm_config *k,
@@ -394,17 +304,15 @@ clf_status clf__lm_read_gguf_config(clf_context *ctx, const clf_gguf *g, clf_lm_
                          st == CLF_ERROR_NOT_FOUND ? "no general.architecture" : err.message);
     char arch[32];
     snprintf(arch, sizeof(arch), "%.*s", (int)(alen < sizeof(arch) ? alen : sizeof(arch) - 1), a);
-    const meta m = {ctx, g, arch};
-    if (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0) {
-        k->arch = &clf__lm_llama;
-        st = parse_llama(&m, k, unpermute_dh);
-    } else if (strcmp(arch, "gpt2") == 0) {
-        k->arch = &clf__lm_gpt2;
-        st = parse_gpt2(&m, k, unpermute_dh);
+    const clf_gguf_meta m = {ctx, g, arch};
+    k->arch = clf__lm_arch_find(a, alen, 1);
+    if (k->arch) {
+        st = k->arch->parse_gguf(&m, k, unpermute_dh);
     } else {
+        char list[256];
         st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
-                       "GGUF: architecture \"%.*s\" is not supported (llama, qwen2, gpt2 are)",
-                       (int)(alen > 40 ? 40 : alen), a);
+                       "GGUF: architecture \"%.*s\" is not supported (%s are)",
+                       (int)(alen > 40 ? 40 : alen), a, clf__lm_arch_list(1, list, sizeof(list)));
     }
     if (st == CLF_SUCCESS && k->info.max_positions > (1 << 24))
         st = clf__fail(ctx, CLF_ERROR_UNSUPPORTED, "GGUF: over 2^24 positions");
