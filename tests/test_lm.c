@@ -654,6 +654,17 @@ static void test_quantized_weights(void **state) {
                 round_trip(&f->layers[i].up, types[ti]);
                 round_trip(&f->layers[i].down, types[ti]);
             }
+            if (f->head_shared) { /* unpacked F32: the tied head is the table itself */
+                clf_tensor *own = NULL;
+                const int64_t n = clf_tensor_numel(f->tok);
+                float *h = malloc(sizeof(float) * (size_t)n);
+                CLF_OK(clf_tensor_read_f32(f->tok, h, n));
+                CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 2, f->tok->shape, &own));
+                CLF_OK(clf_tensor_write_f32(own, h, n));
+                free(h);
+                f->head.w = own;
+                f->head_shared = 0;
+            }
             round_trip(&f->head, types[ti]);
             const int64_t V = info.vocab_size;
             ref r;
@@ -754,7 +765,12 @@ static void test_gguf_models(void **state) {
         /* clf_lm_weights: every matrix with its type, in order, the count first */
         int64_t nw = -1;
         CLF_OK(clf_lm_weights(g, NULL, 0, &nw));
-        const int64_t want_nw = 1 + (g->pos != NULL) + (4 + split) * gi.layers + 1;
+        /* a tied head that is the token table itself is not listed again */
+        const int64_t want_nw = 1 + (g->pos != NULL) + (4 + split) * gi.layers + !g->head_shared;
+        /* shared: only a tied head, always one over a quantized table (never packed) */
+        if (!g->cfg.tied) assert_false(g->head_shared);
+        if (g->cfg.tied && clf_dtype_block(cases[c].tok) > 1) assert_true(g->head_shared);
+        if (g->head_shared) assert_ptr_equal(g->head.w, g->tok);
         assert_int_equal(nw, want_nw);
         clf_lm_weight *ws = malloc(sizeof(clf_lm_weight) * (size_t)(nw + 1));
         memset(ws, 0x5a, sizeof(clf_lm_weight) * (size_t)(nw + 1));
@@ -772,7 +788,7 @@ static void test_gguf_models(void **state) {
         }
         assert_string_equal(ws[l1 + 1 + split].name, "blk.1.attn_output");
         assert_int_equal(ws[l1 + 1 + split].dtype, cases[c].o);
-        assert_string_equal(ws[nw - 1].name, "output");
+        assert_string_equal(ws[nw - 1].name, g->head_shared ? "blk.1.ffn_down" : "output");
         assert_int_equal(ws[nw].name[0], 0x5a); /* nothing past the count */
         assert_int_equal(clf_lm_weights(g, NULL, 1, &got_nw), CLF_ERROR_INVALID_ARGUMENT);
         free(ws);

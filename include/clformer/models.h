@@ -260,7 +260,9 @@ typedef struct clf_lm_weight {
     size_t bytes; /* on the device (packed panels on CPUs: the same bytes, whole panels) */
 } clf_lm_weight;
 /* Writes up to cap entries to out and their total number to *count (cap 0, out NULL: count
- * only). Norms and biases (F32) are not listed. */
+ * only). Norms and biases (F32) are not listed; nor is a tied head ("output") that is the token
+ * table itself (where the linear kernels read the table as it is stored: GPUs, and quantized
+ * tables everywhere), as it takes no memory of its own. */
 CLF_API clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int64_t *count);
 
 /* A state for `batch` sequences of up to max_len tokens each (<= max_positions), all empty. Its

@@ -116,7 +116,7 @@ static clf_status gpt2_load(clf_loader *L, clf_lm *m) {
     CLF_TRY(clf__load(L, "wte.weight", V, d, &m->tok));
     CLF_TRY(clf__load(L, "wpe.weight", in->max_positions, d, &m->pos));
     CLF_TRY(load_ln(L, "ln_f", d, &m->final));
-    CLF_TRY(clf__load_lin(L, "wte", V, d, 0, &m->head)); /* tied */
+    CLF_TRY(clf__lm_tied_head(L, m, "wte"));
     for (L->layer = 0; L->layer < in->layers; L->layer++) {
         clf_lm_layer *l = &m->layers[L->layer];
         CLF_TRY(load_ln(L, "h.{i}.ln_1", d, &l->n1));

@@ -141,8 +141,10 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
                   kv = in->kv_heads * in->head_dim, F = in->ffn_size;
     CLF_TRY(clf__load(L, "model.embed_tokens.weight", in->vocab_size, d, &m->tok));
     CLF_TRY(clf__load(L, "model.norm.weight", d, 0, &m->final.g));
-    CLF_TRY(clf__load_lin(L, m->cfg.tied ? "model.embed_tokens" : "lm_head", in->vocab_size, d, 0,
-                          &m->head));
+    if (m->cfg.tied)
+        CLF_TRY(clf__lm_tied_head(L, m, "model.embed_tokens"));
+    else
+        CLF_TRY(clf__load_lin(L, "lm_head", in->vocab_size, d, 0, &m->head));
     const int64_t h = in->head_dim / 2;
     CLF_TRY(clf_tensor_create(L->ctx, CLF_F32, 1, &h, &m->freq));
     CLF_TRY(clf_tensor_write(m->freq, m->cfg.inv_freq, (size_t)h * sizeof(float)));

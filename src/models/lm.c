@@ -61,6 +61,7 @@ void clf_lm_free(clf_lm *m) {
     clf_tensor_free(m->pos);
     clf_tensor_free(m->freq);
     clf__norm_free(&m->final);
+    if (m->head_shared) m->head.w = NULL; /* freed as tok */
     clf__lin_free(&m->head);
     clf__lm_config_free(&m->cfg);
     free(m);
@@ -68,6 +69,17 @@ void clf_lm_free(clf_lm *m) {
 
 static int64_t numel_or0(const clf_tensor *t) {
     return t ? clf_tensor_numel(t) : 0;
+}
+
+clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem) {
+    const clf_dtype t = m->tok->dtype;
+    if ((t != CLF_F32 || L->weight_dtype == CLF_F32) && !clf__linear_packs(L->ctx, t)) {
+        m->head.w = m->tok;
+        m->head_shared = 1;
+        return CLF_SUCCESS;
+    }
+    const clf_lm_info *in = &m->cfg.info;
+    return clf__load_lin(L, stem, in->vocab_size, in->hidden_size, 0, &m->head);
 }
 
 /* Parameters as the checkpoint counts them (a tied head once; packed panels by their source). */
@@ -303,7 +315,7 @@ clf_status clf_lm_weights(const clf_lm *m, clf_lm_weight *out, int64_t cap, int6
         stack_entries(&y->up, "ffn_up", gu, l, out, cap, &i);
         weight_entry(y->down.w, "ffn_down", l, out, cap, &i);
     }
-    weight_entry(m->head.w, "output", -1, out, cap, &i);
+    if (!m->head_shared) weight_entry(m->head.w, "output", -1, out, cap, &i);
     *count = i;
     return CLF_SUCCESS;
 }

@@ -95,7 +95,9 @@ struct clf_lm {
     clf_tensor *freq; /* Llama family: (Dh / 2) rotary frequencies */
     clf_lm_layer *layers;
     clf_norm final; /* the last norm */
-    clf_lin head;   /* (V, d), tied: the embedding table loaded again (packed on CPUs) */
+    clf_lin head;   /* (V, d); tied: tok itself where the linear kernels read tok as it is
+                     * stored (head_shared), else the table loaded again (packed on CPUs) */
+    int head_shared;
 };
 
 /* What one step of a state works on: views for the current (B, T). */
@@ -144,6 +146,11 @@ extern const clf_lm_arch clf__lm_gpt2;  /* arch_gpt2.c */
  * (len bytes), or NULL. list: the names the families answer to, comma-separated, into buf. */
 const clf_lm_arch *clf__lm_arch_find(const char *name, size_t len, int gguf);
 const char *clf__lm_arch_list(int gguf, char *buf, size_t size);
+
+/* A tied head (after m->tok is loaded): tok itself where the head would be the same bytes (no
+ * conversion to L->weight_dtype, no packed panels for its type on this device: GPUs, and
+ * quantized types everywhere), else stem's weight loaded again as a linear layer. */
+clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
  * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each
