@@ -1,0 +1,37 @@
+/*
+ * lm_fixtures.h — the LLM fixtures of test_lm and test_lm_quant: the Hugging Face folders under
+ * tests/data/lm/<name>/ (tools/make_lm_fixtures.py) with their float64 transformers reference,
+ * and the logit checks both programs use.
+ */
+#ifndef CLF_TESTS_LM_FIXTURES_H
+#define CLF_TESTS_LM_FIXTURES_H
+
+#include "harness.h"
+#include "../src/models/lm.h"
+
+extern const char *const k_models[];
+#define N_MODELS ((size_t)5)
+
+typedef struct ref {
+    int32_t ids[2 * 9], prompt0[9], prompt1[5], greedy0[20], greedy1[20];
+    float *logits; /* (2, 9, V) */
+    double scale;  /* largest |logit| */
+} ref;
+
+/* tests/data/lm/<name> into out. */
+void model_dir(const char *name, char *out, size_t size);
+/* The reference of model name (V its vocabulary); free r->logits. */
+void load_ref(const char *name, int64_t V, ref *r);
+/* The folder's model, loaded with the defaults on g_ctx, and its info. */
+clf_lm *load_model(const char *name, clf_lm_info *info);
+/* got (n) against want (n) (float64 values stored as F32): within tol (relative) of the largest.
+ * Returns the worst error relative to the largest logit. */
+double check_logits_tol(const char *what, const char *model, const float *got, const float *want,
+                        int64_t n, double scale, double tol);
+/* The bound of the F32 tests: 1e-4 of the largest logit. */
+double check_logits(const char *what, const char *model, const float *got, const float *want,
+                    int64_t n, double scale);
+/* (b, t) I32 ids on the device. */
+clf_tensor *ids_tensor(int64_t b, int64_t t, const int32_t *data);
+
+#endif
