@@ -20,7 +20,8 @@ bench | test) ;;
 esac
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev
-    pocl-opencl-icd mesa-opencl-icd oclgrind libcmocka-dev libcjson-dev clinfo python3-pip)
+    pocl-opencl-icd mesa-opencl-icd oclgrind libcmocka-dev libcjson-dev clinfo python3-pip
+    python3-venv)
 bash scripts/install-missing.sh "${packages[@]}"
 
 build=${BUILD_DIR:-build}

@@ -149,6 +149,18 @@ int64_t clf_sentence_model_dim(const clf_sentence_model *m) {
 int64_t clf_sentence_model_max_len(const clf_sentence_model *m) {
     return m ? m->max_len : 0;
 }
+int clf_sentence_model_normalizes(const clf_sentence_model *m) {
+    return m ? m->normalize : 0;
+}
+clf_status clf_sentence_model_set_normalize(clf_sentence_model *m, int on) {
+    if (!m) return CLF_ERROR_INVALID_ARGUMENT;
+    if (on != 0 && on != 1)
+        return clf__fail(m->ctx, CLF_ERROR_INVALID_ARGUMENT, "normalize must be 0 or 1, not %d",
+                         on);
+    m->normalize = on;
+    clf__clear_error(m->ctx);
+    return CLF_SUCCESS;
+}
 const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m) {
     return m ? m->tok : NULL;
 }

@@ -92,6 +92,22 @@ static void test_embeddings(void **state) {
     for (int64_t j = 0; j < d; j++)
         dot += (double)one[j] * emb[5 * d + j];
     assert_true(dot > 0.999999);
+    /* normalization off: the same direction, the pooled length (all-MiniLM-L6-v2 normalizes) */
+    assert_int_equal(clf_sentence_model_normalizes(g_m), 1);
+    CLF_OK(clf_sentence_model_set_normalize(g_m, 0));
+    float *raw = malloc((size_t)d * sizeof(float));
+    CLF_OK(clf_sentence_embed(g_m, texts + 5, 1, 0, raw));
+    CLF_OK(clf_sentence_model_set_normalize(g_m, 1));
+    double rr = 0, ro = 0;
+    for (int64_t j = 0; j < d; j++) {
+        rr += (double)raw[j] * raw[j];
+        ro += (double)raw[j] * one[j];
+    }
+    assert_true(fabs(sqrt(rr) - 1) > 1e-3);
+    assert_true(ro / sqrt(rr) > 0.999999);
+    assert_int_equal(clf_sentence_model_set_normalize(g_m, 2), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_sentence_model_normalizes(g_m), 1);
+    free(raw);
     /* bad calls change nothing */
     assert_int_equal(clf_sentence_embed(g_m, NULL, 1, 0, one), CLF_ERROR_INVALID_ARGUMENT);
     const char *nul[1] = {NULL};

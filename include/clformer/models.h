@@ -326,6 +326,11 @@ CLF_API void clf_sentence_model_free(clf_sentence_model *m);
 CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
 /* Longest token sequence (sentences are truncated to it). */
 CLF_API int64_t clf_sentence_model_max_len(const clf_sentence_model *m);
+/* 1 when later embeddings are L2-normalized: as the model's modules.json says (a Normalize
+ * module), unless clf_sentence_model_set_normalize changed it; 0 otherwise (also for NULL). */
+CLF_API int clf_sentence_model_normalizes(const clf_sentence_model *m);
+/* Later embeddings are L2-normalized (on 1) or left as pooled (on 0), whatever the model says. */
+CLF_API clf_status clf_sentence_model_set_normalize(clf_sentence_model *m, int on);
 /* The model's tokenizer and encoder, owned by it: valid until clf_sentence_model_free (do not
  * free them). */
 CLF_API const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m);

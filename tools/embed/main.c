@@ -6,7 +6,9 @@
  *   (no sentences: one per line from standard input)
  *
  * Prints one embedding per line (space-separated floats), or with --similarity the matrix of
- * cosine similarities, or with --tokens the token ids of each sentence.
+ * cosine similarities, or with --tokens the token ids of each sentence. --stats N embeds the
+ * sentences N more times and prints the median speed to standard error (the figure
+ * tools/bench_python_binding.py holds the Python package's encode to).
  */
 #include "clformer/clformer.h"
 
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_MODEL "models/all-MiniLM-L6-v2"
 
@@ -29,9 +32,30 @@ static void usage(FILE *f) {
             "  --weights TYPE  the linear weights on the device: f32 (default), f16, bf16, q8_0,\n"
             "                  q4_0, q4_k or q6_k (quantized at load as clf_quantize does;\n"
             "                  math in fp32)\n"
+            "  --batch-size B  sentences per batch on the device (default 32)\n"
             "  --similarity    print the cosine-similarity matrix instead of the embeddings\n"
             "  --tokens        print the token ids of each sentence instead\n"
+            "  --stats N       embed the sentences N more times (N >= 1) and print the median\n"
+            "                  time and sentences/s to standard error\n"
             "  --help          this text\n");
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A whole number in [lo, hi] from s, or -1. */
+static long parse_count(const char *s, long lo, long hi) {
+    char *end = NULL;
+    const long v = strtol(s, &end, 10);
+    return end != s && *end == 0 && v >= lo && v <= hi ? v : -1;
 }
 
 static int exists(const char *dir, const char *name) {
@@ -55,6 +79,7 @@ static int push(char ***texts, int64_t *n, int64_t *cap, const char *s) {
 int main(int argc, char **argv) {
     const char *spec = NULL, *model = getenv("CLF_MODEL_DIR");
     int similarity = 0, tokens = 0;
+    long stats = 0, batch = 32;
     clf_load_params lp = clf_load_default_params();
     char **texts = NULL;
     int64_t n = 0, cap = 0;
@@ -74,6 +99,15 @@ int main(int argc, char **argv) {
                         v);
                 return 2;
             }
+        } else if ((strcmp(a, "--stats") == 0 || strcmp(a, "--batch-size") == 0) && i + 1 < argc) {
+            const int is_stats = a[2] == 's';
+            const long v = parse_count(argv[++i], 1, is_stats ? 100000 : 1 << 20);
+            if (v < 0) {
+                fprintf(stderr, "clformer-embed: %s takes a positive whole number, not '%s'\n", a,
+                        argv[i]);
+                return 2;
+            }
+            *(is_stats ? &stats : &batch) = v;
         } else if (strcmp(a, "--similarity") == 0) {
             similarity = 1;
         } else if (strcmp(a, "--tokens") == 0) {
@@ -151,9 +185,29 @@ int main(int argc, char **argv) {
     const int64_t d = clf_sentence_model_dim(m);
     emb = malloc((size_t)(n * d) * sizeof(float));
     if (!emb) goto done;
-    if (clf_sentence_embed(m, (const char *const *)texts, n, 0, emb) != CLF_SUCCESS) {
+    if (clf_sentence_embed(m, (const char *const *)texts, n, batch, emb) != CLF_SUCCESS) {
         fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
         goto done;
+    }
+    if (stats > 0) { /* the first run above was the warm-up */
+        double *t = malloc((size_t)stats * sizeof(double));
+        if (!t) goto done;
+        for (long r = 0; r < stats; r++) {
+            const double t0 = now_s();
+            if (clf_sentence_embed(m, (const char *const *)texts, n, batch, emb) != CLF_SUCCESS) {
+                fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
+                free(t);
+                goto done;
+            }
+            t[r] = now_s() - t0;
+        }
+        qsort(t, (size_t)stats, sizeof(double), cmp_double);
+        const double med = t[stats / 2];
+        fprintf(stderr,
+                "embedded %lld sentences in batches of %ld: median %.3f ms of %ld runs, %.2f "
+                "sentences/s\n",
+                (long long)n, batch, 1e3 * med, stats, (double)n / med);
+        free(t);
     }
     for (int64_t i = 0; i < n; i++) {
         if (!similarity) {

@@ -1,0 +1,178 @@
+"""clformer.LM on the tiny model fixtures of tests/data/lm (random weights, real tokenizers):
+greedy ids against transformers' (reference.safetensors, written by tools/make_lm_fixtures.py),
+tokenizer ids against tokenizers' (cli_<model>.txt), streaming, sampling, stop strings, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clformer
+from conftest import DATA, read_safetensors
+
+LM_DIR = DATA / "lm"
+FOLDERS = ["gpt2", "llama", "llama_gqa", "qwen2", "mistral_mqa"]
+# GGUF files of the same weights (tools/make_lm_gguf_fixtures.py), checked against the folder's
+# transformers reference.
+GGUF = {"gpt2_f32.gguf": "gpt2", "llama_gqa_f32.gguf": "llama_gqa", "qwen2_f32.gguf": "qwen2"}
+
+
+@pytest.fixture(scope="module")
+def models(ctx):
+    loaded = {}
+    yield lambda name: loaded.setdefault(name, clformer.LM(_path(name), context=ctx))
+    for m in loaded.values():
+        m.close()
+
+
+def _path(name):
+    return LM_DIR / "gguf" / name if name.endswith(".gguf") else LM_DIR / name
+
+
+@pytest.mark.parametrize("name", FOLDERS + list(GGUF))
+def test_greedy_ids_equal_transformers(models, name):
+    ref = read_safetensors(LM_DIR / GGUF.get(name, name) / "reference.safetensors")
+    lm = models(name)
+    prompts = [ref["prompt0"].tolist(), ref["prompt1"].tolist()]
+    want = [ref["greedy0"].tolist(), ref["greedy1"].tolist()]
+    assert len(want[0]) >= 20
+    got = lm.generate_ids(prompts, max_new_tokens=20, ignore_eos=True)
+    assert got == want
+    assert lm.generate_ids(prompts[1], max_new_tokens=20, ignore_eos=True) == want[1]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "llama_gqa"])
+def test_tokenizer_equals_tokenizers(models, name):
+    prompt, pids, _, _ = (LM_DIR / f"cli_{name}.txt").read_text("utf-8").split("\n")[:4]
+    lm = models(name)
+    assert lm.tokenize(prompt) == [int(t) for t in pids.split()]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama_gqa", "gpt2_f32.gguf"])
+def test_generated_text(models, name):
+    base = GGUF.get(name, name)
+    prompt, _, nids, text = (LM_DIR / f"cli_{base}.txt").read_text("utf-8").split("\n")[:4]
+    lm = models(name)
+    got = lm.generate(prompt, max_new_tokens=12, ignore_eos=True)
+    assert got == text
+    assert lm.detokenize([int(t) for t in nids.split()]) == text
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "llama_gqa_f32.gguf"])
+def test_stream_yields_exactly_the_text(models, name):
+    lm = models(name)
+    for kw in ({}, {"temperature": 0.9, "top_k": 40, "top_p": 0.9, "seed": 5}):
+        whole = lm.generate("Hello there, world", max_new_tokens=24, ignore_eos=True, **kw)
+        pieces = list(lm.generate("Hello there, world", max_new_tokens=24, ignore_eos=True,
+                                  stream=True, **kw))
+        assert len(pieces) > 1 and "".join(pieces) == whole
+
+
+def test_stream_stopped_early(models):
+    lm = models("gpt2")
+    it = lm.generate("Hello", max_new_tokens=40, ignore_eos=True, stream=True)
+    first = next(it)
+    it.close()  # the generation stops at the next token and its thread ends
+    assert isinstance(first, str)
+    assert lm.generate("Hello", max_new_tokens=3, ignore_eos=True)  # the model is usable after
+
+
+def test_seed_reproduces_sampling(models):
+    lm = models("llama_gqa")
+    kw = dict(max_new_tokens=20, temperature=0.9, top_k=40, top_p=0.95, ignore_eos=True)
+    a = lm.generate_ids([1, 2, 3], seed=11, **kw)
+    assert a == lm.generate_ids([1, 2, 3], seed=11, **kw)
+    assert lm.generate("The quick", seed=4, **kw) == lm.generate("The quick", seed=4, **kw)
+    greedy = lm.generate_ids([1, 2, 3], max_new_tokens=20, ignore_eos=True)
+    assert any(lm.generate_ids([1, 2, 3], seed=s, **kw) != greedy for s in range(4))
+
+
+def test_stop_strings(models):
+    lm = models("gpt2")
+    full = lm.generate("The quick brown fox", max_new_tokens=24, ignore_eos=True)
+    assert len(full) > 6
+    stop = full[3:6]  # a stop string that starts inside the text
+    cut = full[:full.find(stop)]
+    assert lm.generate("The quick brown fox", max_new_tokens=24, ignore_eos=True,
+                       stop=[stop, "\x01never"]) == cut
+    assert "".join(lm.generate("The quick brown fox", max_new_tokens=24, ignore_eos=True,
+                               stop=stop, stream=True)) == cut
+
+
+def test_batch_equals_one_by_one(models):
+    lm = models("llama_gqa")
+    prompts = ["Hello", "A longer prompt than the first one", "x"]
+    batch = lm.generate(prompts, max_new_tokens=10, ignore_eos=True)
+    assert batch == [lm.generate(p, max_new_tokens=10, ignore_eos=True) for p in prompts]
+
+
+def test_eos_stops(models):
+    ref = read_safetensors(LM_DIR / "llama" / "reference.safetensors")
+    lm = models("llama")
+    got = lm.generate_ids(ref["prompt0"].tolist(), max_new_tokens=20)
+    assert len(got) < 20 and got == ref["greedy0"].tolist()[:len(got)]
+    assert ref["greedy0"][len(got)] in lm.info.eos
+
+
+def test_info(models):
+    i = models("llama_gqa").info
+    assert (i.arch, i.heads, i.kv_heads, i.head_dim, i.layers) == ("LlamaForCausalLM", 8, 2, 16, 2)
+    assert i.weight_dtype == "F32" and i.weights["blk.0.attn_qkv"] == "F32"
+    mixed = clformer.LM(LM_DIR / "gguf" / "llama_gqa_mixed.gguf", context=models("gpt2").context)
+    assert "Q4_0" in mixed.info.weights.values() and "Q8_0" in mixed.info.weights.values()
+    mixed.close()
+
+
+def test_quantized_at_load(ctx):
+    lm = clformer.LM(LM_DIR / "llama_gqa", weights="q8_0", kv_cache="f16", context=ctx)
+    assert lm.info.weight_dtype == "Q8_0" and lm.info.cache_dtype == "F16"
+    assert len(lm.generate_ids([1, 2, 3], max_new_tokens=5, ignore_eos=True)) == 5
+    lm.close()
+
+
+def test_gguf_without_tokenizer_runs_on_ids(ctx):
+    lm = clformer.LM(LM_DIR / "gguf" / "llama_q8_0.gguf", context=ctx)
+    assert len(lm.generate_ids([1, 2, 3], max_new_tokens=5, ignore_eos=True)) == 5
+    with pytest.raises(clformer.InvalidArgumentError, match="no tokenizer"):
+        lm.generate("text")
+    lm.close()
+
+
+def test_bad_calls(models, ctx, tmp_path):
+    lm = models("llama_gqa")
+    with pytest.raises(clformer.InvalidArgumentError, match="no prompts"):
+        lm.generate([])
+    with pytest.raises(clformer.InvalidArgumentError, match="max_new_tokens"):
+        lm.generate("x", max_new_tokens=0)
+    with pytest.raises(clformer.InvalidArgumentError, match="must be a str"):
+        lm.generate(["x", 3])
+    with pytest.raises(clformer.InvalidArgumentError, match="one prompt"):
+        lm.generate(["a", "b"], stream=True)
+    with pytest.raises(clformer.OutOfRangeError):
+        lm.generate_ids([1, 10 ** 6], max_new_tokens=2)
+    with pytest.raises(clformer.InvalidArgumentError, match="dtype"):
+        clformer.LM(LM_DIR / "llama_gqa", weights="q3_k", context=ctx)
+    with pytest.raises(clformer.Error, match="no-such-model"):
+        clformer.LM(tmp_path / "no-such-model", context=ctx)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    with pytest.raises(clformer.FormatError):
+        clformer.LM(bad, context=ctx)
+
+
+def test_use_after_close_raises(ctx):
+    lm = clformer.LM(LM_DIR / "gpt2", context=ctx)
+    lm.close()
+    lm.close()
+    for call in (lambda: lm.generate("x"), lambda: lm.tokenize("x"),
+                 lambda: lm.generate_ids([1], max_new_tokens=1), lambda: lm.detokenize([1])):
+        with pytest.raises(clformer.ClosedError):
+            call()
+
+
+def test_model_owns_its_context(device_spec):
+    lm = clformer.LM(LM_DIR / "gpt2", device=device_spec or "cpu")
+    ctx = lm.context
+    assert not ctx.closed
+    lm.close()
+    assert ctx.closed
