@@ -176,3 +176,32 @@ def test_model_owns_its_context(device_spec):
     assert not ctx.closed
     lm.close()
     assert ctx.closed
+
+
+def test_two_threads_two_models(device_spec, models):
+    """Two models on two contexts generate at once in two threads, as each does alone."""
+    import threading
+
+    want = models("llama_gqa").generate_ids([[1, 2, 3], [4, 5]], max_new_tokens=20,
+                                            ignore_eos=True)
+    lms = [clformer.LM(LM_DIR / "llama_gqa", device=device_spec or "cpu") for _ in range(2)]
+    got = [None, None]
+    failed = []
+
+    def run(i):
+        try:
+            for _ in range(3):
+                got[i] = lms[i].generate_ids([[1, 2, 3], [4, 5]], max_new_tokens=20,
+                                             ignore_eos=True)
+        except BaseException as e:
+            failed.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for m in lms:
+        m.close()
+    assert not failed, failed
+    assert got == [want, want]
