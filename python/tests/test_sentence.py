@@ -4,6 +4,8 @@ split the set unevenly, the options, the bad calls, and memory over many batches
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import json
 import threading
 import time
@@ -56,8 +58,8 @@ def test_options(model, fixtures, capsys):
     assert model.normalizes  # the model's own setting is back
     assert np.allclose(model.encode(texts[:5], normalize_embeddings=True),
                        raw / norms[:, None], atol=1e-6)
-    bar = model.encode(texts, batch_size=4, show_progress_bar=True)
-    assert cosines(bar, want).min() >= 0.99999
+    bar = model.encode(texts[:7], batch_size=3, show_progress_bar=True)  # batches of 3, 3, 1
+    assert cosines(bar, want[:7]).min() >= 0.99999
     assert "Batches:" in capsys.readouterr().err
     assert model.encode([]).shape == (0, 384)  # as sentence-transformers
 
@@ -80,24 +82,33 @@ def test_bad_calls(model, ctx, tmp_path):
 
 
 def test_gil_is_released(model, fixtures):
-    """Another Python thread runs while encode is in the C library."""
+    """Another Python thread runs while encode is in the C library: it wakes every millisecond
+    (asleep otherwise, so it takes no core from the device) and counts."""
     texts, _ = fixtures
-    many = texts * 4
     ticks = [0]
     stop = threading.Event()
 
     def count():
         while not stop.is_set():
             ticks[0] += 1
+            time.sleep(0.001)
 
     t = threading.Thread(target=count)
     t.start()
+    time.sleep(0.01)
+    start = ticks[0]
     t0 = time.perf_counter()
-    model.encode(many, batch_size=64)  # one call into C
+    calls = 0
+    while time.perf_counter() - t0 < 0.5:  # whole calls into C, 0.5 s or more of them
+        model.encode(texts[:5], batch_size=5)
+        calls += 1
     busy = time.perf_counter() - t0
+    during = ticks[0] - start
     stop.set()
     t.join()
-    assert busy > 0.05 and ticks[0] > 10000, f"{ticks[0]} ticks in {busy:.2f} s"
+    # a held GIL leaves the counter a tick or two between calls; released, it ticks about once a
+    # millisecond all along
+    assert during > max(busy * 1000 / 8, 2 * calls), f"{during} ticks in {busy:.3f} s, {calls} calls"
 
 
 def _rss_kib():
@@ -108,14 +119,37 @@ def _rss_kib():
     return 0
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _heap_kib():
+    """Bytes of the C heap in use (glibc's mallinfo2: arenas and mmap'ed blocks), which moves
+    with every allocation still held, where RSS may not (freed pages get reused)."""
+    libc = ctypes.CDLL(None)
+    libc.mallinfo2.restype = _Mallinfo2
+    m = libc.mallinfo2()
+    return (m.uordblks + m.hblkhd) // 1024
+
+
 def test_memory_flat_over_1000_batches(model, fixtures):
+    """The host memory of the binding (device-independent): on PoCL, where 1 000 batches take
+    seconds; llvmpipe would take many minutes of CI, so it runs there as a skip that says so."""
+    if "llvmpipe" in model.context.device.name.lower():
+        pytest.skip("1 000 batches on llvmpipe: about 10 minutes; the check runs on PoCL")
     texts, _ = fixtures
     batch = sorted(texts, key=len)[:2]
     for _ in range(50):  # warm: workspaces grown, kernels built
         model.encode(batch)
-    before = _rss_kib()
+    gc.collect()
+    rss, heap = _rss_kib(), _heap_kib()
     for _ in range(1000):
         model.encode(batch)
-    grown = _rss_kib() - before
-    print(f"RSS over 1000 batches: {grown:+d} KiB")
-    assert grown < 8 * 1024, f"RSS grew {grown} KiB over 1000 batches"
+    gc.collect()
+    rss, heap = _rss_kib() - rss, _heap_kib() - heap
+    print(f"over 1000 batches: RSS {rss:+d} KiB, heap in use {heap:+d} KiB")
+    # a leak of each batch's (2, 384) output alone would be +3 100 KiB of heap
+    assert heap < 512, f"the heap in use grew {heap} KiB over 1000 batches"
+    assert rss < 8 * 1024, f"RSS grew {rss} KiB over 1000 batches"
