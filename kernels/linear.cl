@@ -284,6 +284,40 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
+            if (R <= 2) {
+                /* Few rows (decoding): the integers against x, the scale and min term once per
+                 * group (sum x (s q - m) = s sum x q - m sum x): per element PK_NV FMAs and R
+                 * adds where the weights as floats took PK_NV (R + 1) FMAs. */
+                floatV t[2][PK_NV];
+                float xs[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        t[r][j] = (floatV)(0.0f);
+#pragma unroll
+                for (int i = 0; i < DT_SUB; i++) {
+                    const int e = g * DT_SUB + i, k = j0 * DT_BLOCK + e;
+                    floatV q[PK_NV];
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        q[j] = dt_panel_q(pb, pw, e, j * VW);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        const float xv = xr[r][k * xk];
+                        xs[r] += xv;
+#pragma unroll
+                        for (int j = 0; j < PK_NV; j++)
+                            t[r][j] = fma((floatV)(xv), q[j], t[r][j]);
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        acc[r][j] = fma(s[j], t[r][j], fma(-m[j], (floatV)(xs[r]), acc[r][j]));
+                continue;
+            }
 #pragma unroll
             for (int i = 0; i < DT_SUB; i++) {
                 const int e = g * DT_SUB + i, k = j0 * DT_BLOCK + e;
