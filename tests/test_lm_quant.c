@@ -3,7 +3,8 @@
  * load (Q8_0, Q4_0) against the same models with their weights' quantize-dequantize round trip,
  * and models from GGUF files (tools/make_lm_gguf_fixtures.py) against their folders, the types
  * kept as stored (a stack of mixed types split by type, a tied head over a quantized table
- * shared with it); files that are no model clformer runs, refused. The fixtures and the
+ * shared with it), and every GGUF fixture with F16 or block-type matrices against itself
+ * dequantized; files that are no model clformer runs, refused. The fixtures and the
  * reference are test_lm's (lm_fixtures.h).
  */
 #include "lm_fixtures.h"
@@ -124,11 +125,11 @@ static void test_quantized_weights(void **state) {
  * permutation undone), and a file of mixed types (quantized embedding, a Q4_0 attn_v beside Q8_0
  * attn_q/attn_k: the stack split by type, nothing converted) within the Q4_0 bound of the F32
  * reference. */
-static void gguf_logits(clf_lm *m, const ref *r, int64_t V, float **out) {
+static void gguf_logits(clf_lm *m, const int32_t *ids_host, int64_t V, float **out) {
     clf_lm_state *s = NULL;
     CLF_OK(clf_lm_state_create(m, 2, 16, &s));
     int64_t ls[3] = {2, 9, V};
-    clf_tensor *ids = ids_tensor(2, 9, r->ids), *lg = tensor_poisoned(CLF_F32, 3, ls);
+    clf_tensor *ids = ids_tensor(2, 9, ids_host), *lg = tensor_poisoned(CLF_F32, 3, ls);
     CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
     *out = tensor_to_host(lg);
     clf_tensor_free(ids);
@@ -217,7 +218,7 @@ static void test_gguf_models(void **state) {
         load_ref(cases[c].folder, gi.vocab_size, &r);
         const int64_t V = gi.vocab_size, n = 18 * V;
         float *got, *want = r.logits;
-        gguf_logits(g, &r, V, &got);
+        gguf_logits(g, r.ids, V, &got);
         if ((int)cases[c].folder_dtype >= 0) {
             clf_load_params p = clf_load_default_params();
             p.weight_dtype = cases[c].folder_dtype;
@@ -230,7 +231,7 @@ static void test_gguf_models(void **state) {
              * file takes the tokenizer's, as the converter does) */
             assert_int_equal(gi.n_eos, fi.n_eos);
             assert_int_equal(gi.parameters, fi.parameters);
-            gguf_logits(f, &r, V, &want);
+            gguf_logits(f, r.ids, V, &want);
         }
         const double e =
             check_logits_tol("GGUF", cases[c].file, got, want, n, r.scale, cases[c].tol);
@@ -239,6 +240,135 @@ static void test_gguf_models(void **state) {
         if (want != r.logits) free(want);
         free(got);
         free(r.logits);
+        clf_lm_free(g);
+        clf_lm_free(f);
+    }
+}
+
+/* A matrix that is not F32 replaced by its F32 values: clf_dequantize on the host, whose blocks
+ * test_dtypes holds to the gguf package's dequantizer (F16 widened exactly). */
+static void to_f32(clf_tensor **w) {
+    if (!*w || clf_tensor_dtype(*w) == CLF_F32) return;
+    assert_int_equal(clf_tensor_ndim(*w), 2); /* linear.PACK off: as stored */
+    const int64_t n = clf_tensor_numel(*w);
+    const size_t bytes = clf_tensor_bytes(*w);
+    unsigned char *q = malloc(bytes);
+    float *h = malloc(sizeof(float) * (size_t)n);
+    CLF_OK(clf_tensor_read(*w, q, bytes));
+    assert_int_equal(clf_dequantize(clf_tensor_dtype(*w), q, bytes, h, n, NULL), CLF_SUCCESS);
+    clf_tensor *t = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 2, (*w)->shape, &t));
+    CLF_OK(clf_tensor_write_f32(t, h, n));
+    clf_tensor_free(*w);
+    *w = t;
+    free(q);
+    free(h);
+}
+
+static void lin_to_f32(clf_lin *l) {
+    to_f32(&l->w);
+    for (int k = 0; k < l->n_more; k++)
+        to_f32(&l->more[k].w);
+}
+
+/* The types of m's matrices (clf_lm_weights), each once, as "Q4_K Q6_K" into out. */
+static void weight_types(clf_lm *m, char *out, size_t size) {
+    int64_t nw = 0;
+    CLF_OK(clf_lm_weights(m, NULL, 0, &nw));
+    clf_lm_weight *ws = malloc(sizeof(clf_lm_weight) * (size_t)nw);
+    CLF_OK(clf_lm_weights(m, ws, nw, &nw));
+    out[0] = '\0';
+    for (int t = 0; t < 16; t++) /* clf_dtype values, in order */
+        for (int64_t i = 0; i < nw; i++)
+            if ((int)ws[i].dtype == t) {
+                const size_t at = strlen(out);
+                snprintf(out + at, size - at, "%s%s", at ? " " : "", clf_dtype_name(ws[i].dtype));
+                break;
+            }
+    free(ws);
+}
+
+/* Every GGUF fixture whose matrices are not all F32 (F16, Q8_0, Q4_0 and Q4_K_M-like mixtures
+ * per architecture; tools/make_lm_gguf_fixtures.py) against itself with those matrices dequantized
+ * on the host and run by the F32 path, which test_lm holds to transformers: the logits of two
+ * prompts within 1e-4 of the largest (the F32 bound), and 20 greedy ids identical. The stored
+ * types run as a user gets them (packed where the device packs). */
+static void test_gguf_dequantized(void **state) {
+    (void)state;
+    static const struct {
+        const char *file, *types; /* the matrices' types */
+    } cases[] = {
+        {"llama_gqa_f16", "F16"},
+        {"llama_q8_0", "F32 Q8_0"},
+        {"llama_gqa_mixed", "Q8_0 Q4_0"},
+        {"llama_q4_k_m", "Q4_K Q6_K"},
+        {"qwen2_f16", "F16"},
+        {"qwen2_q4_0", "Q8_0 Q4_0"},
+        {"qwen2_q4_k_m", "Q4_K Q6_K"},
+        {"gpt2_f16", "F32 F16"},
+        {"gpt2_q8_0", "F32 Q8_0"},
+        {"gpt2_q4_k_m", "F32 Q4_0 Q6_K"}, /* F32: position_embd */
+    };
+    int64_t pack;
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.PACK", &pack));
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char path[1200], types[128];
+        snprintf(path, sizeof(path), "%s/tests/data/lm/gguf/%s.gguf", CLF_SRC, cases[c].file);
+        clf_lm *g = NULL, *f = NULL;
+        CLF_OK(clf_lm_load(g_ctx, path, &g));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", 0));
+        const clf_status st = clf_lm_load(g_ctx, path, &f);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.PACK", pack));
+        CLF_OK(st);
+        weight_types(f, types, sizeof(types));
+        if (strcmp(types, cases[c].types) != 0)
+            fail_msg("%s: matrices %s, the fixture stores %s", cases[c].file, types,
+                     cases[c].types);
+        if (f->head_shared) f->head.w = NULL;
+        to_f32(&f->tok);
+        if (f->head_shared) f->head.w = f->tok;
+        lin_to_f32(&f->head);
+        for (int64_t i = 0; i < f->cfg.info.layers; i++) {
+            lin_to_f32(&f->layers[i].qkv);
+            lin_to_f32(&f->layers[i].o);
+            lin_to_f32(&f->layers[i].up);
+            lin_to_f32(&f->layers[i].down);
+        }
+        weight_types(f, types, sizeof(types));
+        assert_string_equal(types, "F32");
+        const int64_t V = f->cfg.info.vocab_size;
+        int32_t ids[18];
+        uint32_t x = 12345u + (uint32_t)c;
+        for (int i = 0; i < 18; i++) {
+            x = x * 1664525u + 1013904223u;
+            ids[i] = (int32_t)((x >> 8) % (uint32_t)V);
+        }
+        float *got, *want;
+        gguf_logits(g, ids, V, &got);
+        gguf_logits(f, ids, V, &want);
+        double scale = 0.0;
+        for (int64_t i = 0; i < 18 * V; i++)
+            scale = fmax(scale, fabs((double)want[i]));
+        const double e = check_logits(cases[c].file, "dequantized", got, want, 18 * V, scale);
+        const int32_t *prompts[2] = {ids, ids + 9};
+        const int64_t lens[2] = {9, 5};
+        int32_t tg[40], tf[40];
+        int64_t cg[2], cf[2];
+        clf_generate_params gp = clf_generate_default_params();
+        gp.max_new_tokens = 20;
+        gp.ignore_eos = 1;
+        CLF_OK(clf_lm_generate(g, prompts, lens, 2, &gp, tg, cg));
+        CLF_OK(clf_lm_generate(f, prompts, lens, 2, &gp, tf, cf));
+        assert_int_equal(cg[0] + cg[1], 40);
+        for (int i = 0; i < 40; i++)
+            if (tg[i] != tf[i])
+                fail_msg("%s: greedy sequence %d token %d: %d, dequantized %d", cases[c].file,
+                         i / 20, i % 20, tg[i], tf[i]);
+        printf("%-16s %-10s within %.2e of the largest logit of its dequantized F32 model; 20 "
+               "greedy ids x 2 identical\n",
+               cases[c].file, cases[c].types, e);
+        free(got);
+        free(want);
         clf_lm_free(g);
         clf_lm_free(f);
     }
@@ -271,6 +401,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantized_weights),
         cmocka_unit_test(test_gguf_models),
+        cmocka_unit_test(test_gguf_dequantized),
         cmocka_unit_test(test_gguf_refused),
     };
     return HARNESS_RUN("lm_quant", tests);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GGUF files of the tiny language models in tests/data/lm/, as llama.cpp's converter lays them
-out, for tests/test_lm.c (a model from its GGUF file against the same model from its folder).
+out, for tests/test_lm_quant.c (a model from its GGUF file against the same model from its folder,
+and against itself with its matrices dequantized).
 
 Written with the gguf package (tensor names, metadata keys, and Llama's Q/K row permutation as in
 llama.cpp's convert_hf_to_gguf.py), into tests/data/lm/gguf/:
@@ -13,6 +14,18 @@ llama.cpp's convert_hf_to_gguf.py), into tests/data/lm/gguf/:
     qwen2_f32.gguf        qwen2 (Q/K/V biases, 4 query heads, 2 K/V heads; no permutation)
     gpt2_f32.gguf         gpt2 (tied, fused attn_qkv, position_embd): all F32, the Conv1D weights
                           transposed to (out, in) as the converter does
+    llama_gqa_f16.gguf, qwen2_f16.gguf, gpt2_f16.gguf
+                          every matrix F16 (gpt2's position_embd F32)
+    qwen2_q4_0.gguf       Q4_0 projections and token_embd, the head Q8_0 (llama-quantize's pure
+                          Q4_0 keeps a wider head; its Q6_K needs rows of 256)
+    gpt2_q8_0.gguf        every matrix Q8_0 (the tied token_embd too)
+    llama_q4_k_m.gguf, qwen2_q4_k_m.gguf
+                          random models with 256-wide rows (synthetic(): d 256, FFN 256, 4 heads,
+                          2 K/V heads, vocabulary 256, no tokenizer) in Q4_K_M's mixture: Q6_K
+                          attn_v, ffn_down and output, Q4_K the rest, packed by
+                          make_quant_fixtures' pack_q4_k / pack_q6_k
+    gpt2_q4_k_m.gguf      gpt2 whose only 256-wide rows are ffn_down's (Q6_K); the rest takes
+                          llama-quantize's fallback for narrow rows, here Q4_0
 
 gpt2_f32 and llama_gqa_f32 carry their tokenizer.json as the converter writes a byte-level BPE
 (tokenizer.ggml.model "gpt2", tokens, token types, merges, pre "gpt-2" / "llama-bpe"), and
@@ -29,10 +42,15 @@ import json
 import os
 import struct
 
+import sys
+
 import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as T
 from gguf import quants
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_quant_fixtures import pack_q4_k, pack_q6_k  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LM = os.path.join(ROOT, "tests", "data", "lm")
@@ -82,13 +100,17 @@ def add(writer, name, a, t):
         writer.add_tensor(name, a)
     elif t == T.F16:
         writer.add_tensor(name, a.astype(np.float16))
+    elif t in (T.Q4_K, T.Q6_K):  # gguf only dequantizes K-quants: make_quant_fixtures' packers
+        blocks, _ = (pack_q4_k if t == T.Q4_K else pack_q6_k)(a)
+        writer.add_tensor(name, blocks.reshape(a.shape[0], -1), raw_dtype=t)
     else:
         writer.add_tensor(name, quants.quantize(a, t), raw_dtype=t)
 
 
-def llama_like(name, arch, out, types, permute_qk, tokenizer=None):
-    """types: a function of the GGUF tensor name (2-D tensors) giving its type."""
-    cfg, w = read_model(name)
+def llama_like(name, arch, out, types, permute_qk, tokenizer=None, model=None):
+    """types: a function of the GGUF tensor name (2-D tensors) giving its type; model: (config,
+    weights) in Hugging Face's names instead of the folder tests/data/lm/<name>."""
+    cfg, w = model or read_model(name)
     H = cfg["num_attention_heads"]
     KVH = cfg.get("num_key_value_heads") or H
     Dh = cfg.get("head_dim") or cfg["hidden_size"] // H
@@ -163,7 +185,7 @@ def llama_like(name, arch, out, types, permute_qk, tokenizer=None):
     write(wr)
 
 
-def gpt2(out):
+def gpt2(out, types=lambda n: T.F32):
     cfg, w = read_model("gpt2")
     wr = gguf.GGUFWriter(os.path.join(LM, "gguf", out), "gpt2")
     d = cfg["n_embd"]
@@ -178,7 +200,7 @@ def gpt2(out):
     wr.add_eos_token_id(cfg["eos_token_id"])
     add_bpe_tokenizer(wr, os.path.join(LM, "gpt2", "tokenizer.json"), "gpt-2")
     g = lambda n: w.get("transformer." + n, w.get(n))  # noqa: E731
-    add(wr, "token_embd.weight", g("wte.weight"), T.F32)
+    add(wr, "token_embd.weight", g("wte.weight"), types("token_embd.weight"))
     add(wr, "position_embd.weight", g("wpe.weight"), T.F32)
     add(wr, "output_norm.weight", g("ln_f.weight"), T.F32)
     add(wr, "output_norm.bias", g("ln_f.bias"), T.F32)
@@ -189,7 +211,8 @@ def gpt2(out):
             add(wr, b + gg + ".bias", g(p + hf + ".bias"), T.F32)
         for hf, gg in (("attn.c_attn", "attn_qkv"), ("attn.c_proj", "attn_output"),
                        ("mlp.c_fc", "ffn_up"), ("mlp.c_proj", "ffn_down")):
-            add(wr, b + gg + ".weight", g(p + hf + ".weight").T, T.F32)  # Conv1D: (in, out)
+            # Conv1D: (in, out)
+            add(wr, b + gg + ".weight", g(p + hf + ".weight").T, types(b + gg + ".weight"))
             add(wr, b + gg + ".bias", g(p + hf + ".bias"), T.F32)
     write(wr)
 
@@ -241,6 +264,42 @@ def bpe_files():
         write(wr)
 
 
+def synthetic(arch, seed):
+    """A random model in Hugging Face's names whose rows are whole 256-blocks (d 256, FFN 256: the
+    folder fixtures' 64 and 96 are too narrow for K-quants), for the Q4_K_M-like files."""
+    rng = np.random.default_rng(seed)
+    d, F, H, KVH, V, n = 256, 256, 4, 2, 256, 2
+    Dh = d // H
+    cfg = {"num_attention_heads": H, "num_key_value_heads": KVH, "hidden_size": d,
+           "max_position_embeddings": 64, "num_hidden_layers": n, "intermediate_size": F,
+           "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "vocab_size": V, "eos_token_id": 2,
+           "bos_token_id": 1, "tie_word_embeddings": False}
+    r = lambda *s: rng.normal(0.0, 0.05, s).astype(np.float32)  # noqa: E731
+    g = lambda: (1.0 + 0.1 * rng.normal(size=d)).astype(np.float32)  # noqa: E731
+    w = {"model.embed_tokens.weight": r(V, d), "model.norm.weight": g(), "lm_head.weight": r(V, d)}
+    for i in range(n):
+        p = f"model.layers.{i}."
+        w[p + "self_attn.q_proj.weight"] = r(H * Dh, d)
+        w[p + "self_attn.k_proj.weight"] = r(KVH * Dh, d)
+        w[p + "self_attn.v_proj.weight"] = r(KVH * Dh, d)
+        if arch == "qwen2":
+            w[p + "self_attn.q_proj.bias"] = r(H * Dh)
+            w[p + "self_attn.k_proj.bias"] = r(KVH * Dh)
+            w[p + "self_attn.v_proj.bias"] = r(KVH * Dh)
+        w[p + "self_attn.o_proj.weight"] = r(d, H * Dh)
+        w[p + "mlp.gate_proj.weight"] = r(F, d)
+        w[p + "mlp.up_proj.weight"] = r(F, d)
+        w[p + "mlp.down_proj.weight"] = r(d, F)
+        w[p + "input_layernorm.weight"] = g()
+        w[p + "post_attention_layernorm.weight"] = g()
+    return cfg, w
+
+
+def q4_k_m(n):
+    """llama-quantize's Q4_K_M mixture: Q6_K attn_v, ffn_down and output, Q4_K the rest."""
+    return T.Q6_K if ("attn_v" in n or "ffn_down" in n or n == "output.weight") else T.Q4_K
+
+
 def write(wr):
     wr.write_header_to_file()
     wr.write_kv_data_to_file()
@@ -257,6 +316,19 @@ def main():
     llama_like("llama_gqa", "llama", "llama_gqa_mixed.gguf", mixed, True)
     llama_like("qwen2", "qwen2", "qwen2_f32.gguf", lambda n: T.F32, False)
     gpt2("gpt2_f32.gguf")
+    # every type per architecture: F16; Q4_0 as llama-quantize's pure mixture keeps a Q8_0 head
+    # (its Q6_K needs rows of 256); Q4_K_M on random models with 256-wide rows (gpt2's: only
+    # ffn_down is wide enough, the others take llama-quantize's fallback for narrow rows, Q4_0)
+    f16 = lambda n: T.F16  # noqa: E731
+    q4 = lambda n: T.Q8_0 if n == "output.weight" else T.Q4_0  # noqa: E731
+    llama_like("llama_gqa", "llama", "llama_gqa_f16.gguf", f16, True)
+    llama_like("", "llama", "llama_q4_k_m.gguf", q4_k_m, True, model=synthetic("llama", 11))
+    llama_like("qwen2", "qwen2", "qwen2_f16.gguf", f16, False)
+    llama_like("qwen2", "qwen2", "qwen2_q4_0.gguf", q4, False)
+    llama_like("", "qwen2", "qwen2_q4_k_m.gguf", q4_k_m, False, model=synthetic("qwen2", 12))
+    gpt2("gpt2_f16.gguf", f16)
+    gpt2("gpt2_q8_0.gguf", lambda n: T.Q8_0)
+    gpt2("gpt2_q4_k_m.gguf", lambda n: T.Q6_K if "ffn_down" in n else T.Q4_0)
     bpe_files()
 
 
