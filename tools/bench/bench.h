@@ -136,6 +136,10 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
 int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* Attention records: tiled vs naive at growing N, and the decode path. */
 int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r);
+/* A tensor of dt and shape filled with value (ops.c); on an error prints it, sets *bad and
+ * returns NULL (nothing is made once *bad is set). */
+clf_tensor *bench_make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t *shape, double value,
+                       int *bad);
 /* Layer records: encoder_layer (FMA peak fraction, tokens/s) and decoder_step per context. */
 int bench_model_run(clf_context *ctx, const bench_opts *o, bench_results *r);
 /* LLM records (llm.c): llm_prefill and llm_decode on a Llama-shaped random model. */

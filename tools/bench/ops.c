@@ -1,6 +1,7 @@
 /*
  * ops.c — every library op at realistic sizes: median wall time of batches of back-to-back calls
- * ended by clFinish, GB/s of bytes read + written once, percent of the measured copy peak.
+ * ended by clFinish, GB/s of bytes read + written once, percent of the measured copy peak; gemm
+ * and linear against the FMA roof (attention: attention.c).
  */
 #include "bench.h"
 
@@ -21,8 +22,8 @@ static void free_args(op_args *a) {
     memset(a, 0, sizeof(*a));
 }
 
-static clf_tensor *make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t *shape,
-                        double value, int *bad) {
+clf_tensor *bench_make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t *shape, double value,
+                       int *bad) {
     clf_tensor *t = NULL;
     if (*bad) return NULL;
     clf_status st = clf_tensor_create(ctx, dt, ndim, shape, &t);
@@ -38,7 +39,7 @@ static clf_tensor *make(clf_context *ctx, clf_dtype dt, int ndim, const int64_t 
 /* Weights of any type: plain ones filled with 0.01, block types with bytes 0x11 (small scales,
  * every quant the same: valid blocks; the time does not depend on the values). */
 static clf_tensor *make_weights(clf_context *ctx, clf_dtype dt, const int64_t *shape, int *bad) {
-    if (clf_dtype_block(dt) == 1) return make(ctx, dt, 2, shape, 0.01, bad);
+    if (clf_dtype_block(dt) == 1) return bench_make(ctx, dt, 2, shape, 0.01, bad);
     clf_tensor *t = NULL;
     if (*bad) return NULL;
     const size_t bytes = clf_dtype_row_bytes(dt, shape[1]) * (size_t)shape[0];
@@ -60,7 +61,7 @@ static clf_tensor *make_weights(clf_context *ctx, clf_dtype dt, const int64_t *s
 /* Token ids 0, 7, 14, ... modulo vocab. */
 static clf_tensor *make_ids(clf_context *ctx, int ndim, const int64_t *shape, int64_t vocab,
                             int *bad) {
-    clf_tensor *t = make(ctx, CLF_I32, ndim, shape, 0, bad);
+    clf_tensor *t = bench_make(ctx, CLF_I32, ndim, shape, 0, bad);
     if (*bad) return t;
     int64_t n = clf_tensor_numel(t);
     int32_t *h = malloc(sizeof(int32_t) * (size_t)n);
@@ -99,8 +100,8 @@ static op_size rows_xy(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     const int tiny = bytes == 0;
     const int64_t n = tiny ? 37 : 1024, rows = tiny ? 3 : rows_for(bytes, n, 4096);
     op_size z = {2, {rows, n, 0}, 2.0 * (double)(rows * n) * 4};
-    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
-    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    a->x = bench_make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    a->y = bench_make(ctx, CLF_F32, 2, z.shape, 0, bad);
     return z;
 }
 /* LayerNorm's x, y, gamma and beta of (rows, 512) (tiny: 5 x 77). */
@@ -108,10 +109,10 @@ static op_size norm_xy(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     const int tiny = bytes == 0;
     const int64_t ln = tiny ? 77 : 512, lr = tiny ? 5 : rows_for(bytes, ln, 8192);
     op_size z = {2, {lr, ln, 0}, 2.0 * (double)(lr * ln) * 4 + 2.0 * (double)ln * 4};
-    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
-    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
-    a->gamma = make(ctx, CLF_F32, 1, &z.shape[1], 1, bad);
-    a->beta = make(ctx, CLF_F32, 1, &z.shape[1], 0, bad);
+    a->x = bench_make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    a->y = bench_make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    a->gamma = bench_make(ctx, CLF_F32, 1, &z.shape[1], 1, bad);
+    a->beta = bench_make(ctx, CLF_F32, 1, &z.shape[1], 0, bad);
     return z;
 }
 /* Sequences (B, 1024, 512), B >= 8 (tiny: 2 x 5 x 33). */
@@ -128,13 +129,13 @@ static op_size setup_softmax(clf_context *ctx, size_t bytes, op_args *a, int *ba
 }
 static op_size setup_bias_gelu(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = rows_xy(ctx, bytes, a, bad);
-    a->bias = make(ctx, CLF_F32, 1, &z.shape[1], 0.1, bad);
+    a->bias = bench_make(ctx, CLF_F32, 1, &z.shape[1], 0.1, bad);
     z.bytes += (double)z.shape[1] * 4;
     return z;
 }
 static op_size setup_add(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = rows_xy(ctx, bytes, a, bad);
-    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    a->res = bench_make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
     z.bytes *= 1.5;
     return z;
 }
@@ -143,7 +144,7 @@ static op_size setup_layernorm(clf_context *ctx, size_t bytes, op_args *a, int *
 }
 static op_size setup_add_layernorm(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = norm_xy(ctx, bytes, a, bad);
-    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    a->res = bench_make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
     z.bytes += (double)(z.shape[0] * z.shape[1]) * 4;
     return z;
 }
@@ -151,7 +152,7 @@ static op_size setup_add_layernorm(clf_context *ctx, size_t bytes, op_args *a, i
  * the normalized rows. */
 static op_size setup_add_rmsnorm(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = norm_xy(ctx, bytes, a, bad);
-    a->res = make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
+    a->res = bench_make(ctx, CLF_F32, 2, z.shape, 0.25, bad);
     z.bytes = 4.0 * (double)(z.shape[0] * z.shape[1]) * 4 + (double)z.shape[1] * 4;
     return z;
 }
@@ -160,7 +161,7 @@ static op_size setup_rope(clf_context *ctx, size_t bytes, op_args *a, int *bad) 
     const int tiny = bytes == 0;
     const int64_t n = tiny ? 40 : 1024, rows = tiny ? 3 : rows_for(bytes, n, 4096);
     op_size z = {2, {rows, n, 0}, 2.0 * (double)(rows * n) * 4};
-    a->x = make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
+    a->x = bench_make(ctx, CLF_F32, 2, z.shape, 0.5, bad);
     return z;
 }
 /* SwiGLU's middle on a fused (rows, 2F) gate/up, F = 1024: reads 2F, writes F per row. */
@@ -169,23 +170,23 @@ static op_size setup_swiglu(clf_context *ctx, size_t bytes, op_args *a, int *bad
     const int64_t f = tiny ? 37 : 1024, rows = tiny ? 3 : rows_for(bytes, f, 4096);
     int64_t gs[2] = {rows, 2 * f};
     op_size z = {2, {rows, f, 0}, 3.0 * (double)(rows * f) * 4};
-    a->x = make(ctx, CLF_F32, 2, gs, 0.5, bad);
-    a->y = make(ctx, CLF_F32, 2, z.shape, 0, bad);
+    a->x = bench_make(ctx, CLF_F32, 2, gs, 0.5, bad);
+    a->y = bench_make(ctx, CLF_F32, 2, z.shape, 0, bad);
     return z;
 }
 static op_size setup_posenc(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = seq_shape(bytes);
-    a->x = make(ctx, CLF_F32, 3, z.shape, 0.5, bad);
-    a->y = make(ctx, CLF_F32, 3, z.shape, 0, bad);
+    a->x = bench_make(ctx, CLF_F32, 3, z.shape, 0.5, bad);
+    a->y = bench_make(ctx, CLF_F32, 3, z.shape, 0, bad);
     return z;
 }
 static op_size setup_embedding(clf_context *ctx, size_t bytes, op_args *a, int *bad) {
     op_size z = seq_shape(bytes);
     const int64_t vocab = bytes == 0 ? 11 : 30522;
     int64_t ts[2] = {vocab, z.shape[2]};
-    a->table = make(ctx, CLF_F32, 2, ts, 0.01, bad);
+    a->table = bench_make(ctx, CLF_F32, 2, ts, 0.01, bad);
     a->ids = make_ids(ctx, 2, z.shape, vocab, bad);
-    a->y = make(ctx, CLF_F32, 3, z.shape, 0, bad);
+    a->y = bench_make(ctx, CLF_F32, 3, z.shape, 0, bad);
     z.bytes += (double)(z.shape[0] * z.shape[1]) * 4;
     return z;
 }
@@ -342,9 +343,9 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
                                : "CLBlast defaults");
         int bad = 0;
         int64_t sa[2] = {m, k}, sb[2] = {n, k}, sc[2] = {m, n};
-        clf_tensor *a = make(ctx, CLF_F32, 2, sa, 0.01, &bad),
-                   *b = make(ctx, CLF_F32, 2, sb, 0.01, &bad);
-        clf_tensor *c = make(ctx, CLF_F32, 2, sc, 0, &bad);
+        clf_tensor *a = bench_make(ctx, CLF_F32, 2, sa, 0.01, &bad),
+                   *b = bench_make(ctx, CLF_F32, 2, sb, 0.01, &bad);
+        clf_tensor *c = bench_make(ctx, CLF_F32, 2, sc, 0, &bad);
         /* First call compiles; then the median of the samples (x W^T, as nn.Linear). */
         double t[16];
         bench_roof_pair roof[16];
@@ -401,8 +402,9 @@ static int linear_record(clf_context *ctx, const bench_opts *o, const char *op, 
     bench_progress("op: %s %lldx%lldx%lld", op, (long long)m, (long long)n, (long long)k);
     int bad = 0;
     int64_t sx[2] = {m, k}, sw[2] = {n, k}, sy[2] = {m, n};
-    clf_tensor *x = make(ctx, CLF_F32, 2, sx, 0.01, &bad), *w = make_weights(ctx, wdt, sw, &bad);
-    clf_tensor *y = make(ctx, CLF_F32, 2, sy, 0, &bad);
+    clf_tensor *x = bench_make(ctx, CLF_F32, 2, sx, 0.01, &bad),
+               *w = make_weights(ctx, wdt, sw, &bad);
+    clf_tensor *y = bench_make(ctx, CLF_F32, 2, sy, 0, &bad);
     clf_linear_weights *lw = NULL;
     clf_status st = bad ? CLF_ERROR_INTERNAL : clf_linear_prepare(ctx, w, &lw);
     clf_tensor_free(w);
@@ -478,136 +480,4 @@ void bench_gemm_finish(const bench_peaks *p, bench_results *r) {
         else if (x->pct_peak == 0 && x->gbps > 0)
             x->pct_peak = p->copy_gbps > 0 ? 100.0 * x->gbps / p->copy_gbps : 0;
     }
-}
-
-/* One attention call on (B, H, Nq, Nk, Dh) with kvh K/V heads (grouped-query when < H), K and V
- * of dtype kvt (F16: a half-precision KV cache, half the bytes read); returns
- * 0 and fills res, or 1 on error. A naive call whose score matrix does not fit is recorded with
- * ms = 0 and a note. */
-typedef struct attention_call {
-    clf_tensor *q, *k, *v, *out;
-    const clf_attention_params *d;
-} attention_call;
-static clf_status run_attention(clf_context *ctx, void *arg) {
-    attention_call *a = arg;
-    return clf_attention(ctx, a->q, a->k, a->v, a->out, a->d);
-}
-
-static int attention_one(clf_context *ctx, const bench_opts *o, const char *op, int naive,
-                         int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nk, int64_t dh,
-                         clf_dtype kvt, bench_results *r) {
-    bench_progress("op: %s B%lld H%lld Nq%lld Nk%lld Dh%lld", op, (long long)b, (long long)h,
-                   (long long)nq, (long long)nk, (long long)dh);
-    const int64_t sh[5] = {b, h, nq, nk, dh};
-    bench_result res = bench_result_make(op, 5, sh, nq == 1 ? "read" : "compute");
-    const double flops = 4.0 * (double)(b * h * nq * nk * dh);
-    const double io = 4.0 * (double)(2 * b * nq * h * dh) +
-                      (double)clf_dtype_size(kvt) * (double)(2 * b * nk * kvh * dh);
-    int bad = 0;
-    int64_t sq[3] = {b, nq, h * dh}, sk[3] = {b, nk, kvh * dh};
-    clf_tensor *q = make(ctx, CLF_F32, 3, sq, 0.01, &bad), *k = make(ctx, kvt, 3, sk, 0.02, &bad);
-    clf_tensor *v = make(ctx, kvt, 3, sk, 0.5, &bad), *out = make(ctx, CLF_F32, 3, sq, 0, &bad);
-    clf_attention_params d = clf_attention_default_params(h, dh);
-    d.kv_heads = kvh;
-    d.naive = naive;
-    res.mem_bytes = io + (naive ? 4.0 * (double)(b * h * nq * nk) : 0.0);
-    clf_status st = bad ? CLF_ERROR_INTERNAL : clf_attention(ctx, q, k, v, out, &d);
-    const int fits = st != CLF_ERROR_SIZE_LIMIT;
-    if (!fits) {
-        snprintf(res.note, sizeof(res.note), "does not fit: %.0f MiB score matrix",
-                 4.0 * (double)(b * h * nq * nk) / 1048576.0);
-        st = CLF_SUCCESS;
-    }
-    double t[16];
-    bench_roof_pair roof[16];
-    int samples = !fits ? 0 : flops > 1e11 ? 1 : (o->quick ? 3 : 5);
-    attention_call ac = {q, k, v, out, &d};
-    if (fits && st == CLF_SUCCESS)
-        st = bench_time_paired(ctx, o, run_attention, &ac, 0, samples, 1,
-                               nq == 1 ? BENCH_ROOF_MEMORY : BENCH_ROOF_COMPUTE, t, roof);
-    clf_tensor_free(q);
-    clf_tensor_free(k);
-    clf_tensor_free(v);
-    clf_tensor_free(out);
-    if (st != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-bench: %s: %s: %s\n", op, clf_strerror(st),
-                clf_context_last_error(ctx));
-        return 1;
-    }
-    if (samples > 0) {
-        if (nq == 1) /* a decode step reads K and V and writes one row per head */
-            bench_roof_judge(&res, io - 4.0 * (double)(b * h * dh), 4.0 * (double)(b * h * dh), 0,
-                             t, roof, samples);
-        else
-            bench_roof_judge_compute(&res, flops, t, roof, samples);
-        res.ms = bench_median(t, samples);
-        res.gflops = flops / (res.ms * 1e6);
-        res.gbps = io / (res.ms * 1e6);
-    }
-    int64_t qb, bq, local = 0;
-    int tuned = 0;
-    clf_context_get_tunable(ctx, "attention.LOCAL_KV", &local);
-    if (!naive && local)
-        snprintf(res.note, sizeof(res.note), "local-memory kernels");
-    else if (!naive && nq > 1 && clf_attention_tiles(ctx, dh, &qb, &bq, &tuned) == CLF_SUCCESS)
-        snprintf(res.note, sizeof(res.note), "tiles QB %lld BQ %lld (%s)", (long long)qb,
-                 (long long)bq, tuned ? "tuned" : "defaults");
-    if (kvh != h) {
-        const size_t used = strlen(res.note);
-        snprintf(res.note + used, sizeof(res.note) - used, "%skv_heads %lld", used ? "; " : "",
-                 (long long)kvh);
-    }
-    if (kvt == CLF_F16) {
-        const size_t used = strlen(res.note);
-        snprintf(res.note + used, sizeof(res.note) - used, "%sF16 K and V", used ? "; " : "");
-    }
-    return bench_add_result(r, &res);
-}
-
-int bench_attention_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
-    const int64_t ns[] = {128, 512, 2048, 4096};
-    const size_t n_ns = o->quick ? 3 : 4;
-    for (int naive = 0; naive <= 1; naive++) {
-        const char *op = naive ? "attention_naive" : "attention_tiled";
-        if (!bench_op_selected(o, op)) continue;
-        for (size_t i = 0; i < n_ns; i++)
-            if (attention_one(ctx, o, op, naive, 1, 8, 8, ns[i], ns[i], 64, CLF_F32, r)) return 1;
-        if (!o->quick && attention_one(ctx, o, op, naive, 1, 8, 8, 16384, 16384, 64, CLF_F32, r))
-            return 1;
-    }
-    if (bench_op_selected(o, "attention_decode")) {
-        const int64_t nks[] = {512, 4096, 16384};
-        for (size_t i = 0; i < 3; i++)
-            if (attention_one(ctx, o, "attention_decode", 0, 1, 8, 8, 1, nks[i], 64, CLF_F32, r))
-                return 1;
-    }
-    /* The same decode steps on an F16 KV cache (vload_half: half the bytes of K and V). */
-    if (bench_op_selected(o, "attention_decode_f16")) {
-        const int64_t nks[] = {4096, 16384};
-        for (size_t i = 0; i < 2; i++)
-            if (attention_one(ctx, o, "attention_decode_f16", 0, 1, 8, 8, 1, nks[i], 64, CLF_F16,
-                              r))
-                return 1;
-    }
-    /* Grouped-query, Llama 3's 32 query heads on 8 K/V heads of 64: a prefill and a decode step
-     * (the decode reads a quarter of the K/V bytes of 32 full heads). */
-    if (bench_op_selected(o, "attention_gqa")) {
-        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1024, 1024, 64, CLF_F32, r))
-            return 1;
-        if (attention_one(ctx, o, "attention_gqa", 0, 1, 32, 8, 1, 4096, 64, CLF_F32, r)) return 1;
-    }
-    /* The local-memory kernels (attention.LOCAL_KV, the default on GPUs) wherever the bench
-     * runs: a prefill at N 2048 and a decode step over 4096 keys. */
-    if (bench_op_selected(o, "attention_local")) {
-        int64_t was = 0;
-        clf_context_get_tunable(ctx, "attention.LOCAL_KV", &was);
-        int bad = clf_context_set_tunable(ctx, "attention.LOCAL_KV", 1) != CLF_SUCCESS;
-        if (!bad)
-            bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 2048, 2048, 64, CLF_F32, r);
-        if (!bad)
-            bad = attention_one(ctx, o, "attention_local", 0, 1, 8, 8, 1, 4096, 64, CLF_F32, r);
-        clf_context_set_tunable(ctx, "attention.LOCAL_KV", was);
-        if (bad) return 1;
-    }
-    return 0;
 }
