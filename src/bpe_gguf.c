@@ -198,12 +198,14 @@ static clf_status spm_merges(const clf_gguf *g, cJSON *root, const cJSON *names,
                              clf_error *e) {
     clf_bpe *t = NULL;
     CLF_TRY_E(clf__bpe_from_json(root, path, &t, e));
-    const int n = cJSON_GetArraySize(names);
     size_t cap = 1024, count = 0;
     spm_merge *m = malloc(sizeof(spm_merge) * cap);
     clf_status st = m ? CLF_SUCCESS : CLF_ERROR_OUT_OF_MEMORY;
-    for (int id = 0; id < n && st == CLF_SUCCESS; id++) {
-        const cJSON *nm = cJSON_GetArrayItem(names, id);
+    /* walked as the list it is: cJSON_GetArrayItem(names, id) starts from the head each time
+     * (quadratic: 1.1 s of a 32 000-token vocabulary's load) */
+    int id = -1;
+    for (const cJSON *nm = names->child; nm && st == CLF_SUCCESS; nm = nm->next) {
+        id++;
         double score;
         if (!cJSON_IsString(nm)) continue;
         if (clf_gguf_array_float(g, "tokenizer.ggml.scores", (uint64_t)id, &score, NULL) !=

@@ -42,7 +42,11 @@ if [ ! -x "$lb" ] || [ ! -x "$lq" ]; then
         "$py" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$ver" -d "$peers" >&2
         tar xzf "$peers/llama_cpp_python-$ver.tar.gz" -C "$peers"
     fi
+    # -march=native without AMX: on KVM guests that list amx_tile but do not grant its state,
+    # ggml's AMX matmul dies on its first ldtilecfg (SIGILL; seen on an Intel Xeon, 2026-12-05)
     cmake -S "$src" -B "$peers/llama-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+        -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
+        -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DLLAMA_BUILD_SERVER=OFF >/dev/null
     cmake --build "$peers/llama-build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
