@@ -373,6 +373,29 @@ static inline void packed_rows(const packed_args a, const int R) {
     }
 }
 
+#if DT_BLOCK > 1
+/* wf[b][k][c] = the weight of row b PW + c, column k, as a float (0 past the last row: its zero
+ * scale), from the block panels of pack_blocks: the F32 panels of pack_panels, so that many rows
+ * run linear_packed of the F32 program, each weight dequantized once per call rather than once
+ * per PK_R rows (linear.DQ_ROWS). The values are those packed_rows computes (s q - m, one fma).
+ * One item per vector of PK_NV, block and panel. */
+__kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const int in) {
+    const int pw = PK_NV * VW, nblk = in / DT_BLOCK;
+    const int j = (int)get_global_id(0), j0 = (int)get_global_id(1), b = (int)get_global_id(2);
+    const __global uchar *pb = wp + ((long)b * nblk + j0) * DT_BYTES * pw;
+    __global float *dst = wf + ((long)b * in + (long)j0 * DT_BLOCK) * pw + j * VW;
+    for (int g = 0; g < DT_BLOCK / DT_SUB; g++) {
+        floatV m;
+        const floatV s = dt_panel_sm(pb, pw, g, j * VW, &m);
+#pragma unroll
+        for (int i = 0; i < DT_SUB; i++) {
+            const int e = g * DT_SUB + i;
+            VSTORE(fma(s, dt_panel_q(pb, pw, e, j * VW), -m), 0, dst + (long)e * pw);
+        }
+    }
+}
+#endif
+
 #define LINEAR_PACKED(name, R)                                                                     \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
         const __global float *x, const long x_off, const long x_rs, const long x_ks,               \

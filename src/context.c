@@ -260,7 +260,8 @@ clf_status clf_context_warmup(clf_context *ctx) {
          * call), which warm-up cannot know: their first call per head size builds them. */
         const clf_prog_id prog = clf__kernel_defs[i].prog;
         if (prog == CLF_PROG_ATTENTION || prog == CLF_PROG_ATTENTION_LOCAL) continue;
-        if (i == CLF_K_PACK_BLOCKS) continue; /* block types' only: not in the F32 program */
+        if (i == CLF_K_PACK_BLOCKS || i == CLF_K_UNPACK_BLOCKS)
+            continue; /* block types' only: not in the F32 program */
         cl_kernel k;
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
         if (st != CLF_SUCCESS) return st;

@@ -44,6 +44,7 @@ typedef enum {
     CLF_K_LINEAR_ROWS,
     CLF_K_PACK_PANELS,
     CLF_K_PACK_BLOCKS,     /* block types' panels */
+    CLF_K_UNPACK_BLOCKS,   /* block panels as F32 panels (linear.DQ_ROWS) */
     CLF_K_LINEAR_PACKED,   /* PK_R rows per work-item */
     CLF_K_LINEAR_PACKED_1, /* 1, 2 and 4 rows (fewer rows than PK_R: decoding) */
     CLF_K_LINEAR_PACKED_2,
@@ -302,7 +303,7 @@ struct clf_context {
      * within it. Half the hard limit, for loops the estimates do not count. */
     int64_t loop_budget;
     int ran_clblast; /* CLBlast's cache then holds cl_ctx: clf__gemm_release at free */
-    cl_mem scratch;  /* grow-only device scratch (attention partials) */
+    cl_mem scratch;  /* grow-only device scratch (attention partials, F32 panels: DQ_ROWS) */
     size_t scratch_bytes;
 };
 

@@ -36,6 +36,7 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_LINEAR_ROWS] = {CLF_PROG_LINEAR, "linear_rows", {"SK_LW"}, {1}},
     [CLF_K_PACK_PANELS] = {CLF_PROG_LINEAR, "pack_panels", {NULL}, {0}},
     [CLF_K_PACK_BLOCKS] = {CLF_PROG_LINEAR, "pack_blocks", {NULL}, {0}},
+    [CLF_K_UNPACK_BLOCKS] = {CLF_PROG_LINEAR, "unpack_blocks", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED] = {CLF_PROG_LINEAR, "linear_packed", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED_1] = {CLF_PROG_LINEAR, "linear_packed_1", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED_2] = {CLF_PROG_LINEAR, "linear_packed_2", {NULL}, {0}},

@@ -387,7 +387,8 @@ static void typed_shapes(int level) {
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
  * prepared weights with the device's defaults (packed panels on CPUs) and, for block types,
- * packed at the CPU width the defaults do not take in an odd style. */
+ * packed at the CPU width the defaults do not take in an odd style, and dequantized into F32
+ * panels for many rows (linear.DQ_ROWS) in that style and the defaults. */
 static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
     static const int64_t styles[4][5] = {
         {0, 0, 0, 0, 0}, {4, 1, 64, 4, 8}, {3, 3, 2, 1, 3}, {2, 3, 4, 16, 2}};
@@ -432,8 +433,17 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
         typed_shapes(level ? 2 : 1);
+        /* The panels dequantized once into F32 panels (unpack_blocks, then the F32 program's
+         * linear_packed) from 2 rows on, in that style and the defaults: rows 3, 5 and 9 take
+         * it, one row keeps the registers' path. */
+        int64_t dq;
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.DQ_ROWS", &dq));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.DQ_ROWS", 2));
+        typed_shapes(level ? 2 : 1);
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_defaults[i]));
+        typed_shapes(level ? 2 : 1);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.DQ_ROWS", dq));
         g_prepared = 0;
     }
 }

@@ -258,10 +258,44 @@ clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t
     return st;
 }
 
-clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c) {
-    clf_status st = check_sizes(ctx, c->rows, c->in, c->out);
-    if (st == CLF_SUCCESS) st = clf__check_int(ctx, c->batch, "batch");
+/* Block panels as F32 panels in the context's scratch (unpack_blocks), when many rows share
+ * them (linear.DQ_ROWS) and they fit linear.DQ_MIB: *f the call on them, else unchanged. */
+static clf_status unpacked(clf_context *ctx, const clf_packed_call *c, clf_packed_call *f) {
+    *f = *c;
+    const int64_t dq = clf__tun(ctx, CLF_T_LINEAR_DQ_ROWS);
+    if (clf_dtype_block(c->wtype) <= 1 || c->batch != 1 || dq <= 0 || c->rows < dq)
+        return CLF_SUCCESS;
+    const int64_t nv = clf__tun(ctx, CLF_T_LINEAR_PK_NV), pw = nv * clf__tun(ctx, CLF_T_LINEAR_VW);
+    const int64_t nb = (c->out + pw - 1) / pw, nblk = c->in / clf_dtype_block(c->wtype);
+    const double bytes = 4.0 * (double)(nb * pw) * (double)c->in;
+    if (bytes > (double)clf__tun(ctx, CLF_T_LINEAR_DQ_MIB) * 1048576.0 ||
+        bytes > (double)ctx->info.max_alloc_bytes)
+        return CLF_SUCCESS;
+    cl_mem wf;
+    cl_kernel k;
+    size_t none[3] = {1, 1, 1}; /* launched with no local size */
+    const clf_defines defs = weight_defs(c->wtype);
+    clf_status st = clf__scratch(ctx, (size_t)bytes, &wf);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_UNPACK_BLOCKS, &defs, 3, none, &k);
+    cl_int in = (cl_int)c->in;
+    if (st == CLF_SUCCESS)
+        st = clf__set_args(ctx, k, sizeof(cl_mem), &c->wp, sizeof(cl_mem), &wf, sizeof(cl_int), &in,
+                           (size_t)0);
+    const size_t global[3] = {(size_t)nv, (size_t)nblk, (size_t)nb};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_UNPACK_BLOCKS, k, 3, global, NULL);
     if (st != CLF_SUCCESS) return st;
+    f->wp = wf;
+    f->wtype = CLF_F32;
+    return CLF_SUCCESS;
+}
+
+clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
+    clf_status st = check_sizes(ctx, call->rows, call->in, call->out);
+    if (st == CLF_SUCCESS) st = clf__check_int(ctx, call->batch, "batch");
+    if (st != CLF_SUCCESS) return st;
+    clf_packed_call f;
+    if ((st = unpacked(ctx, call, &f)) != CLF_SUCCESS) return st;
+    const clf_packed_call *c = &f;
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     const int64_t R = clf__linear_packed_rows(ctx, c->rows);
     const clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
