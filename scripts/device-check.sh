@@ -20,7 +20,8 @@
 # missing model) and the benchmark ran. Limits, for a lease of a few minutes:
 # CLF_DEVCHECK_TEST_TIMEOUT (s per test program, default 600), CLF_DEVCHECK_BENCH_TIMEOUT (s,
 # default 900), CLF_DEVCHECK_JOBS (test programs side by side, default min(cores, 4)),
-# CLF_DEVCHECK_ONLY (a bash regular expression: only the programs whose names match).
+# CLF_DEVCHECK_ONLY (a bash regular expression: only the programs whose names match),
+# CLF_DEVCHECK_BENCH_OPS (the bench's --ops list: only those records, after the peaks).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -189,8 +190,10 @@ rm -rf "$logs"
 bench_rc=0
 line_buffered=""
 command -v stdbuf >/dev/null && line_buffered="stdbuf -oL"
-timeout "${CLF_DEVCHECK_BENCH_TIMEOUT:-900}" $line_buffered "$dir/bin/clformer-bench" --quick --json "$out/bench.json" >"$out/bench.txt" \
-    2>"$out/bench.log" || bench_rc=$?
+bench_ops=()
+[ -n "${CLF_DEVCHECK_BENCH_OPS:-}" ] && bench_ops=(--ops "$CLF_DEVCHECK_BENCH_OPS")
+timeout "${CLF_DEVCHECK_BENCH_TIMEOUT:-900}" $line_buffered "$dir/bin/clformer-bench" --quick "${bench_ops[@]}" \
+    --json "$out/bench.json" >"$out/bench.txt" 2>"$out/bench.log" || bench_rc=$?
 
 {
     echo

@@ -70,9 +70,11 @@ fi
 # test_minilm and test_lm already run there) and the benchmark's (label bench: its host code and
 # records; its kernels are the suite's, which runs there) are left out: they run on PoCL, with and
 # without the sanitizers, and took 126 s and 111 s of llvmpipe, the bench alone, in CI.
-exclude=oclgrind
+# rusticl_stage: the model split over rusticl and PoCL, run where rusticl is the device;
+# not_rusticl: its one-device and two-PoCL forms, which that one covers on rusticl.
+exclude='oclgrind|rusticl_stage'
 case "$(echo "${CLF_DEVICE:-}" | tr '[:upper:]' '[:lower:]')" in
-*rusticl* | *llvmpipe*) exclude='oclgrind|cli|bench' ;;
+*rusticl* | *llvmpipe*) exclude='oclgrind|cli|bench|not_rusticl' ;;
 esac
 [ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE "$exclude"
 
@@ -82,7 +84,7 @@ esac
 # failed only that way run once more; any other failure (an ASan/UBSan/leak report, a failed
 # assertion, a timeout) stands.
 log=$(mktemp)
-if ctest --output-on-failure -j"$(nproc)" -LE oclgrind 2>&1 | tee "$log"; then
+if ctest --output-on-failure -j"$(nproc)" -LE "$exclude" 2>&1 | tee "$log"; then
     rm -f "$log"
     exit 0
 fi
@@ -92,7 +94,7 @@ if [ "$failed" -gt 0 ] && [ "$failed" = "$tracer" ] &&
     ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error|\[  FAILED  \]' "$log"; then
     echo "run.sh: LeakSanitizer's tracer crashed after $failed passing test program(s); running them once more" >&2
     rm -f "$log"
-    exec ctest --rerun-failed --output-on-failure -j"$(nproc)" -LE oclgrind
+    exec ctest --rerun-failed --output-on-failure -j"$(nproc)" -LE "$exclude"
 fi
 rm -f "$log"
 exit 1

@@ -264,16 +264,17 @@ def bpe_files():
         write(wr)
 
 
-def synthetic(arch, seed):
+def synthetic(arch, seed, n=2, d=256, F=256, tied=False):
     """A random model in Hugging Face's names whose rows are whole 256-blocks (d 256, FFN 256: the
-    folder fixtures' 64 and 96 are too narrow for K-quants), for the Q4_K_M-like files."""
+    folder fixtures' 64 and 96 are too narrow for K-quants), for the Q4_K_M-like files; or of n
+    layers and other sizes (the split tests' deeper model)."""
     rng = np.random.default_rng(seed)
-    d, F, H, KVH, V, n = 256, 256, 4, 2, 256, 2
+    H, KVH, V = 4, 2, 256
     Dh = d // H
     cfg = {"num_attention_heads": H, "num_key_value_heads": KVH, "hidden_size": d,
            "max_position_embeddings": 64, "num_hidden_layers": n, "intermediate_size": F,
            "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "vocab_size": V, "eos_token_id": 2,
-           "bos_token_id": 1, "tie_word_embeddings": False}
+           "bos_token_id": 1, "tie_word_embeddings": tied}
     r = lambda *s: rng.normal(0.0, 0.05, s).astype(np.float32)  # noqa: E731
     g = lambda: (1.0 + 0.1 * rng.normal(size=d)).astype(np.float32)  # noqa: E731
     w = {"model.embed_tokens.weight": r(V, d), "model.norm.weight": g(), "lm_head.weight": r(V, d)}
@@ -329,6 +330,9 @@ def main():
     gpt2("gpt2_f16.gguf", f16)
     gpt2("gpt2_q8_0.gguf", lambda n: T.Q8_0)
     gpt2("gpt2_q4_k_m.gguf", lambda n: T.Q6_K if "ffn_down" in n else T.Q4_0)
+    # five layers, tied to a Q4_0 embedding: test_lm_split's model for 3 and 5 stages
+    llama_like("", "llama", "llama_deep_q4_0.gguf", lambda n: T.Q4_0, True,
+               model=synthetic("llama", 13, n=5, d=64, F=128, tied=True))
     bpe_files()
 
 

@@ -239,6 +239,27 @@ CLF_API clf_status clf_lm_load(clf_context *ctx, const char *dir, clf_lm **out);
  * caches); NULL params: the defaults (F32). */
 CLF_API clf_status clf_lm_load_with(clf_context *ctx, const char *dir,
                                     const clf_load_params *params, clf_lm **out);
+/* The same model split by layers over n contexts (a pipeline: n may name devices of different
+ * OpenCL implementations, or one device twice). Stage i, on ctxs[i], holds a contiguous range of
+ * the layers, their weights and, in a state, their KV caches; the first stage also holds the token
+ * embedding, the last the final norm and the head (a tied head is loaded again there). split
+ * (n values > 0, or NULL: each device's global memory) gives the stages' shares of the layers,
+ * rounded to whole layers, at least one each. Refused before any weight moves: n over the
+ * layers, a share that is not a positive finite number, a device whose global memory cannot hold
+ * its stage's weights. A step carries the residual stream (B, T, d) from stage to stage through
+ * the host. Every call on the model or its states leaves its error message on ctxs[0], naming
+ * the stage where it failed on another. n = 1 is clf_lm_load_with. */
+CLF_API clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split,
+                                     const char *dir, const clf_load_params *params, clf_lm **out);
+/* One stage of a model (clf_lm_load_split; a model on one context has one). */
+typedef struct clf_lm_stage {
+    clf_context *context;
+    int64_t first_layer, layers; /* its layers: first_layer .. first_layer + layers - 1 */
+    int embedding, head;         /* it holds the token embedding / the final norm and head */
+    int64_t weight_bytes;        /* the device memory of its weights */
+} clf_lm_stage;
+/* Writes up to cap stages to out and their number to *count (cap 0, out NULL: count only). */
+CLF_API clf_status clf_lm_stages(const clf_lm *m, clf_lm_stage *out, int64_t cap, int64_t *count);
 /* A LlamaForCausalLM of the sizes in `sizes` (vocab_size, hidden_size, ffn_size, layers, heads,
  * kv_heads, head_dim (0: hidden_size / heads), max_positions; the rest ignored) with random
  * weights drawn from seed (uniform, scaled by 1 / sqrt(fan-in); norms 1; rope_theta 500000,

@@ -139,19 +139,24 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
     const clf_lm_info *in = &m->cfg.info;
     const int64_t d = in->hidden_size, q = in->heads * in->head_dim,
                   kv = in->kv_heads * in->head_dim, F = in->ffn_size;
+    L->ctx = m->parts[0].ctx;
     CLF_TRY(clf__load(L, "model.embed_tokens.weight", in->vocab_size, d, &m->tok));
+    L->ctx = m->parts[m->n_parts - 1].ctx;
     CLF_TRY(clf__load(L, "model.norm.weight", d, 0, &m->final.g));
     if (m->cfg.tied)
         CLF_TRY(clf__lm_tied_head(L, m, "model.embed_tokens"));
     else
         CLF_TRY(clf__load_lin(L, "lm_head", in->vocab_size, d, 0, &m->head));
     const int64_t h = in->head_dim / 2;
-    CLF_TRY(clf_tensor_create(L->ctx, CLF_F32, 1, &h, &m->freq));
-    CLF_TRY(clf_tensor_write(m->freq, m->cfg.inv_freq, (size_t)h * sizeof(float)));
+    for (int p = 0; p < m->n_parts; p++) {
+        CLF_TRY(clf_tensor_create(m->parts[p].ctx, CLF_F32, 1, &h, &m->parts[p].freq));
+        CLF_TRY(clf_tensor_write(m->parts[p].freq, m->cfg.inv_freq, (size_t)h * sizeof(float)));
+    }
     const char *qkv[3] = {k_q, k_k, k_v}, *gu[2] = {k_gate, k_up};
     const int64_t qkv_rows[3] = {q, kv, kv}, gu_rows[2] = {F, F};
     for (L->layer = 0; L->layer < in->layers; L->layer++) {
         clf_lm_layer *l = &m->layers[L->layer];
+        L->ctx = clf__lm_layer_ctx(m, L->layer);
         CLF_TRY(clf__load(L, k_n1, d, 0, &l->n1.g));
         CLF_TRY(clf__load(L, k_n2, d, 0, &l->n2.g));
         CLF_TRY(clf__load_stack(L, qkv, 3, qkv_rows, d, m->cfg.qkv_bias, &l->qkv));
@@ -182,7 +187,7 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
                               clf_lm_ws *ws) {
     const clf_lm_info *in = &m->cfg.info;
     clf_rope_params rp = clf_rope_default_params(in->heads + in->kv_heads, in->head_dim);
-    rp.inv_freq = m->freq;
+    rp.inv_freq = ws->freq;
     rp.positions = ws->offs; /* sequence b's new tokens from position length(b) */
     CLF_TRY(llama_norm(ctx, m, &l->n1, ws, &ws->h, &ws->x));
     CLF_TRY(clf__lin(ctx, &ws->x, &l->qkv, CLF_ACT_IDENTITY, &ws->qkv)); /* (B, T, q + 2 kv) */

@@ -112,8 +112,9 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
                            int64_t n, const clf_generate_params *params, int32_t *tokens,
                            int64_t *counts) {
     if (!m) return CLF_ERROR_INVALID_ARGUMENT;
-    clf_context *ctx = m->ctx;
+    clf_context *ctx = m->ctx, *out_ctx = m->parts[m->n_parts - 1].ctx;
     clf__clear_error(ctx);
+    clf__clear_error(out_ctx);
     if (!prompts || !prompt_lens || !params || !tokens || !counts || n < 1)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "generate: prompts, prompt_lens, params, tokens and counts must be given "
@@ -176,10 +177,15 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
     CLF_CHECK(clf_lm_state_create(m, n, longest + max_new, &s));
     CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, ids_shape, &ids));
     CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, one_shape, &ids1));
-    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 2, lg_shape, &logits));
-    CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 1, &n, &am));
-    CLF_CHECK(clf_tensor_create(ctx, CLF_F32, 1, &n, &u));
-    CLF_CHECK(clf_tensor_fill(u, 0.0));
+    /* The logits and the sampler on the last stage's context (a split model's head). */
+    st = clf_tensor_create(out_ctx, CLF_F32, 2, lg_shape, &logits);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(out_ctx, CLF_I32, 1, &n, &am);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(out_ctx, CLF_F32, 1, &n, &u);
+    if (st == CLF_SUCCESS) st = clf_tensor_fill(u, 0.0);
+    if (st != CLF_SUCCESS) {
+        clf__lm_relay_error(m, out_ctx, st);
+        goto fail;
+    }
     if (penalty) { /* the tokens each sequence has seen, on the device; the sampler marks more */
         int32_t *h = malloc(sizeof(int32_t) * (size_t)(n * V));
         if (!h) {
@@ -188,10 +194,13 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
         }
         for (int64_t i = 0; i < n * V; i++)
             h[i] = seen[i];
-        st = clf_tensor_create(ctx, CLF_I32, 2, lg_shape, &dseen);
+        st = clf_tensor_create(out_ctx, CLF_I32, 2, lg_shape, &dseen);
         if (st == CLF_SUCCESS) st = clf_tensor_write(dseen, h, sizeof(int32_t) * (size_t)(n * V));
         free(h);
-        if (st != CLF_SUCCESS) goto fail;
+        if (st != CLF_SUCCESS) {
+            clf__lm_relay_error(m, out_ctx, st);
+            goto fail;
+        }
     }
     CLF_CHECK(clf_tensor_write(ids, host_ids, sizeof(int32_t) * (size_t)(n * longest)));
     CLF_CHECK(clf_lm_state_step(s, ids, n_new, logits)); /* the prefill */
@@ -200,25 +209,31 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
             for (int64_t b = 0; b < n; b++)
                 draw[b] = done[b] ? 0.0f : (float)clf_rng_uniform(&rng[b], 0.0, 1.0);
         if (on_device) {
-            if (!greedy) CLF_CHECK(clf_tensor_write(u, draw, sizeof(float) * (size_t)n));
-            st = clf_sample(ctx, logits, sp, u, dseen, am);
+            st = greedy ? CLF_SUCCESS : clf_tensor_write(u, draw, sizeof(float) * (size_t)n);
+            if (st == CLF_SUCCESS) st = clf_sample(out_ctx, logits, sp, u, dseen, am);
             if (st == CLF_ERROR_UNSUPPORTED && step == 0) { /* the device's loop limit */
                 on_device = 0;
-                clf__clear_error(ctx);
+                clf__clear_error(out_ctx);
                 host_logits = malloc(sizeof(float) * (size_t)(n * V));
                 order = malloc(sizeof(scored) * (size_t)V);
                 if (!host_logits || !order) {
                     st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
                     goto fail;
                 }
-            } else if (st != CLF_SUCCESS) {
+            } else if (st == CLF_SUCCESS) {
+                st = clf_tensor_read(am, next, sizeof(int32_t) * (size_t)n);
+            }
+            if (st != CLF_SUCCESS && on_device) {
+                clf__lm_relay_error(m, out_ctx, st);
                 goto fail;
-            } else {
-                CLF_CHECK(clf_tensor_read(am, next, sizeof(int32_t) * (size_t)n));
             }
         }
         if (!on_device) {
-            CLF_CHECK(clf_tensor_read(logits, host_logits, sizeof(float) * (size_t)(n * V)));
+            st = clf_tensor_read(logits, host_logits, sizeof(float) * (size_t)(n * V));
+            if (st != CLF_SUCCESS) {
+                clf__lm_relay_error(m, out_ctx, st);
+                goto fail;
+            }
             for (int64_t b = 0; b < n; b++)
                 next[b] = done[b] ? 0
                                   : host_pick(host_logits + b * V, V, seen + b * V, sp,

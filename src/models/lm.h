@@ -87,12 +87,22 @@ typedef struct clf_lm_layer {
     clf_lin up, down;
 } clf_lm_layer;
 
-struct clf_lm {
+/* A pipeline stage (clf_lm_load_split): a context and the contiguous layers whose weights (and,
+ * in a state, KV caches) it holds. The first stage also holds the embedding, the last the final
+ * norm and the head; a model on one context is one stage. */
+typedef struct clf_lm_part {
     clf_context *ctx;
+    int64_t first, end; /* layers first .. end - 1 */
+    clf_tensor *freq;   /* Llama family: (Dh / 2) rotary frequencies on this context */
+} clf_lm_part;
+
+struct clf_lm {
+    clf_context *ctx; /* the first stage's: ids come in here, and every call's error is left here */
     clf_lm_config cfg;
-    clf_tensor *tok;  /* (V, d) token embeddings */
-    clf_tensor *pos;  /* GPT-2: (max_positions, d) learned positions; else NULL */
-    clf_tensor *freq; /* Llama family: (Dh / 2) rotary frequencies */
+    clf_tensor *tok; /* (V, d) token embeddings */
+    clf_tensor *pos; /* GPT-2: (max_positions, d) learned positions; else NULL */
+    clf_lm_part *parts;
+    int n_parts;
     clf_lm_layer *layers;
     clf_norm final; /* the last norm */
     clf_lin head;   /* (V, d); tied: tok itself where the linear kernels read tok as it is
@@ -112,8 +122,9 @@ typedef struct clf_lm_ws {
     clf_tensor lens;    /* (B, T) I32: query t of sequence b sees keys 0 .. length(b) + t */
     clf_tensor *offs;   /* (B) I32: length(b), the position of each sequence's first new token */
     clf_tensor pos_ids; /* (B, T) I32: positions (GPT-2's learned embedding) */
-    int64_t nk;         /* keys in use: max over b of length(b) + n_new[b] */
-    int pending;        /* o holds a sublayer output not yet added into h */
+    const clf_tensor *freq; /* Llama family: the stage's rotary frequencies */
+    int64_t nk;             /* keys in use: max over b of length(b) + n_new[b] */
+    int pending;            /* o holds a sublayer output not yet added into h */
 } clf_lm_ws;
 
 /* A family, all in its arch_*.c: the names it answers to (config.json's "architectures",
@@ -151,6 +162,17 @@ const char *clf__lm_arch_list(int gguf, char *buf, size_t size);
  * conversion to L->weight_dtype, no packed panels for its type on this device: GPUs, and
  * quantized types everywhere), else stem's weight loaded again as a linear layer. */
 clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem);
+
+/* The context of layer i's stage. */
+clf_context *clf__lm_layer_ctx(const clf_lm *m, int64_t layer);
+/* Sets m->parts for a split over n contexts (lm_split.c): shares from split (or each device's
+ * global memory), every stage's weight bytes (from the GGUF file g's tensors, else from the
+ * sizes and the load's weight type) checked against its device's memory. */
+clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const double *split,
+                              const clf_gguf *g, clf_dtype weight_dtype);
+/* A failure with status st recorded on ctx, one of m's stages: its message is copied to m->ctx
+ * (prefixed with the stage and its device) when ctx is another context. Returns st. */
+clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
  * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each

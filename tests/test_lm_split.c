@@ -1,0 +1,344 @@
+/*
+ * test_lm_split.c — a causal LM split by layers over several contexts (clf_lm_load_split) gives
+ * what the same model gives on one: every fixture family and weight type (the Hugging Face
+ * folders of test_lm, the GGUF files of test_lm_quant, a five-layer Q4_0 file with a tied,
+ * quantized embedding split 2, 3 and 5 ways), logits of a full forward and of incremental steps
+ * within 1e-5 of the largest, greedy ids identical over 20 tokens for two prompts of different
+ * lengths. The second context: $CLF_DEVICE2 (a device spec; "twin": the next device of the same
+ * name, as POCL_DEVICES="pthread pthread" makes), else a second context on the first's device.
+ * Stages alternate between the two. Also: bad splits refused before any weight moves (more stages
+ * than layers, shares, a device without memory for its stage), and a failure on the second stage
+ * reported on the first context naming that stage, the state unchanged.
+ */
+#include "harness.h"
+#include "../src/internal.h"
+#include "../src/models/lm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lm_fixtures.h"
+
+static clf_context *g_ctx2;
+
+static int open_second(void) {
+    const char *spec = getenv("CLF_DEVICE2");
+    char idx[16];
+    clf_device_info mine;
+    clf_context_device_info(g_ctx, &mine);
+    if (spec && strcmp(spec, "twin") == 0) { /* the next device named like the first */
+        clf_device_info all[32];
+        uint32_t n = 0;
+        if (clf_device_list(all, 32, &n) != CLF_SUCCESS) return -1;
+        int first = -1, twin = -1;
+        for (uint32_t i = 0; i < n && i < 32; i++)
+            if (strcmp(all[i].name, mine.name) == 0) {
+                if (first < 0)
+                    first = (int)i;
+                else if (twin < 0)
+                    twin = (int)i;
+            }
+        if (twin < 0) {
+            fprintf(stderr, "CLF_DEVICE2=twin: one device named '%s' only\n", mine.name);
+            if (!harness_in_ci()) exit(77);
+            return -1;
+        }
+        snprintf(idx, sizeof(idx), "%d", twin);
+        spec = idx;
+    }
+    clf_context_params p = clf_context_default_params();
+    p.device_spec = spec; /* NULL: $CLF_DEVICE, as the first */
+    clf_error err = {""};
+    p.error = &err;
+    if (clf_context_create(&g_ctx2, &p) != CLF_SUCCESS) {
+        fprintf(stderr, "second context (%s): %s%s\n", spec ? spec : "$CLF_DEVICE", err.message,
+                harness_in_ci() ? "" : " (skipped outside CI)");
+        if (!harness_in_ci()) exit(77);
+        return -1;
+    }
+    clf_device_info info;
+    clf_context_device_info(g_ctx2, &info);
+    fprintf(stderr, "second device: %s (%s)\n", info.name, info.platform_name);
+    return 0;
+}
+
+static void close_second(void) {
+    clf_context_free(g_ctx2);
+    g_ctx2 = NULL;
+}
+
+/* Stage i's context: the two alternate. */
+static void stage_contexts(int n, clf_context **out) {
+    for (int i = 0; i < n; i++)
+        out[i] = i % 2 ? g_ctx2 : g_ctx;
+}
+
+static void path_of(const char *name, char *out, size_t size) {
+    if (strstr(name, ".gguf")) {
+        char dir[512];
+        model_dir("gguf", dir, sizeof(dir));
+        snprintf(out, size, "%s/%s", dir, name);
+    } else {
+        model_dir(name, out, size);
+    }
+}
+
+/* (B, T, V) logits of ids (B, T) from an empty state, into a host array (free it); lg_ctx: the
+ * context the logits tensor is made on. */
+static float *forward(clf_lm *m, clf_context *lg_ctx, int64_t B, int64_t T, const int32_t *ids,
+                      int64_t V) {
+    clf_lm_state *s = NULL;
+    CLF_OK(clf_lm_state_create(m, B, 16, &s));
+    clf_tensor *in = ids_tensor(B, T, ids), *lg = NULL;
+    const int64_t shape[3] = {B, T, V};
+    CLF_OK(clf_tensor_create(lg_ctx, CLF_F32, 3, shape, &lg));
+    CLF_OK(clf_tensor_fill(lg, NAN));
+    CLF_OK(clf_lm_state_step(s, in, NULL, lg));
+    float *out = malloc(sizeof(float) * (size_t)(B * T * V));
+    assert_non_null(out);
+    CLF_OK(clf_tensor_read(lg, out, clf_tensor_bytes(lg)));
+    /* incremental: the first 4 tokens, then one at a time, each sequence's last logits */
+    CLF_OK(clf_lm_state_reset(s));
+    clf_tensor *lg1 = NULL;
+    const int64_t s1[2] = {B, V};
+    CLF_OK(clf_tensor_create(lg_ctx, CLF_F32, 2, s1, &lg1));
+    float *row = malloc(sizeof(float) * (size_t)(B * V));
+    assert_non_null(row);
+    for (int64_t t = 0; t < T;) {
+        const int64_t step = t == 0 ? 4 : 1;
+        int32_t part[64];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < step; j++)
+                part[b * step + j] = ids[b * T + t + j];
+        clf_tensor *pi = ids_tensor(B, step, part);
+        CLF_OK(clf_tensor_fill(lg1, NAN));
+        CLF_OK(clf_lm_state_step(s, pi, NULL, lg1));
+        CLF_OK(clf_tensor_read(lg1, row, clf_tensor_bytes(lg1)));
+        t += step;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t v = 0; v < V; v++) {
+                const float full = out[(b * T + t - 1) * V + v], inc = row[b * V + v];
+                if (!(fabsf(full - inc) <= 1e-4f * (1.0f + fabsf(full))))
+                    fail_msg("incremental step to %lld, sequence %lld, logit %lld: %g, full %g",
+                             (long long)t, (long long)b, (long long)v, inc, full);
+            }
+        clf_tensor_free(pi);
+    }
+    free(row);
+    clf_tensor_free(lg1);
+    clf_tensor_free(in);
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+    return out;
+}
+
+/* 20 greedy tokens for two prompts of 9 and 5 tokens. */
+static void greedy(clf_lm *m, const int32_t *ids, int32_t tokens[40]) {
+    const int32_t *prompts[2] = {ids, ids + 9};
+    const int64_t lens[2] = {9, 5};
+    int64_t counts[2];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 20;
+    gp.ignore_eos = 1;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
+    assert_int_equal(counts[0], 20);
+    assert_int_equal(counts[1], 20);
+}
+
+/* The model at name split n ways (shares: split) against it on g_ctx alone. */
+static void split_case(const char *name, int n, const double *split) {
+    char path[640];
+    path_of(name, path, sizeof(path));
+    clf_lm *one = NULL, *two = NULL;
+    CLF_OK(clf_lm_load(g_ctx, path, &one));
+    clf_context *ctxs[8];
+    stage_contexts(n, ctxs);
+    const clf_status st = clf_lm_load_split(ctxs, n, split, path, NULL, &two);
+    if (st != CLF_SUCCESS)
+        fail_msg("%s split %d ways: %s (%d): %s", name, n, clf_strerror(st), st,
+                 clf_context_last_error(g_ctx));
+    clf_lm_info in;
+    CLF_OK(clf_lm_get_info(one, &in));
+    /* the stages: contiguous, every layer once, the embedding first and the head last */
+    clf_lm_stage stages[8];
+    int64_t count = 0, at = 0;
+    CLF_OK(clf_lm_stages(two, stages, 8, &count));
+    assert_int_equal(count, n);
+    char plan[128] = "";
+    for (int i = 0; i < n; i++) {
+        assert_ptr_equal(stages[i].context, ctxs[i]);
+        assert_int_equal(stages[i].first_layer, at);
+        assert_true(stages[i].layers >= 1);
+        assert_int_equal(stages[i].embedding, i == 0);
+        assert_int_equal(stages[i].head, i == n - 1);
+        assert_true(stages[i].weight_bytes > 0);
+        at += stages[i].layers;
+        snprintf(plan + strlen(plan), sizeof(plan) - strlen(plan), "%s%lld", i ? "+" : "",
+                 (long long)stages[i].layers);
+    }
+    assert_int_equal(at, in.layers);
+    const int64_t V = in.vocab_size, B = 2, T = 9;
+    int32_t ids[18];
+    for (int i = 0; i < 18; i++)
+        ids[i] = (int32_t)((7 * i + 3) % V);
+    float *want = forward(one, g_ctx, B, T, ids, V);
+    /* logits made on the last stage's context, and on the first (copied through the host) */
+    float *got = forward(two, ctxs[n - 1], B, T, ids, V);
+    float *got0 = forward(two, g_ctx, B, T, ids, V);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < B * T * V; i++)
+        scale = fmax(scale, fabs((double)want[i]));
+    for (int64_t i = 0; i < B * T * V; i++) {
+        worst = fmax(worst, fabs((double)got[i] - want[i]) / scale);
+        assert_true(got0[i] == got[i]);
+    }
+    if (!(worst <= 1e-5))
+        fail_msg("%s split %s: logits %.3e of the largest from one context's", name, plan, worst);
+    int32_t a[40], b[40];
+    greedy(one, ids, a);
+    greedy(two, ids, b);
+    for (int i = 0; i < 40; i++)
+        if (a[i] != b[i])
+            fail_msg("%s split %s: greedy token %d of sequence %d: %d, one context %d", name, plan,
+                     i % 20, i / 20, b[i], a[i]);
+    printf("%-22s split %-9s logits within %.1e of one context's, 2 x 20 greedy ids equal\n", name,
+           plan, worst);
+    free(want);
+    free(got);
+    free(got0);
+    clf_lm_free(one);
+    clf_lm_free(two);
+}
+
+static void test_split_equals_one(void **state) {
+    (void)state;
+    static const char *const names[] = {"gpt2",
+                                        "llama",
+                                        "llama_gqa",
+                                        "qwen2",
+                                        "mistral_mqa",
+                                        "llama_gqa_mixed.gguf",
+                                        "qwen2_q4_0.gguf",
+                                        "qwen2_f16.gguf",
+                                        "gpt2_q8_0.gguf",
+                                        "llama_q4_k_m.gguf"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        split_case(names[i], 2, NULL);
+}
+
+static void test_deeper_splits(void **state) {
+    (void)state;
+    const double three[3] = {1, 3, 1}, uneven[2] = {1, 4}, five[5] = {1, 1, 1, 1, 1};
+    split_case("llama_deep_q4_0.gguf", 2, NULL); /* equal memories: 3 + 2 */
+    split_case("llama_deep_q4_0.gguf", 2, uneven);
+    split_case("llama_deep_q4_0.gguf", 3, three);
+    split_case("llama_deep_q4_0.gguf", 5, five);
+}
+
+static void expect_refused(clf_context *const *ctxs, int n, const double *split, const char *path,
+                           clf_status want, const char *words) {
+    clf_lm *m = (clf_lm *)0x1;
+    const clf_status st = clf_lm_load_split(ctxs, n, split, path, NULL, &m);
+    assert_int_equal(st, want);
+    assert_null(m);
+    if (!strstr(clf_context_last_error(g_ctx), words))
+        fail_msg("refused with '%s', not naming '%s'", clf_context_last_error(g_ctx), words);
+}
+
+static void test_bad_splits(void **state) {
+    (void)state;
+    char path[640], deep[640];
+    path_of("llama_gqa", path, sizeof(path));
+    path_of("llama_deep_q4_0.gguf", deep, sizeof(deep));
+    clf_context *ctxs[8];
+    stage_contexts(8, ctxs);
+    expect_refused(ctxs, 3, NULL, path, CLF_ERROR_INVALID_ARGUMENT, "3 stages for a model of 2");
+    expect_refused(ctxs, 6, NULL, deep, CLF_ERROR_INVALID_ARGUMENT, "6 stages for a model of 5");
+    const double zero[2] = {1, 0}, neg[2] = {-1, 2}, nan2[2] = {NAN, 1}, inf2[2] = {INFINITY, 1};
+    expect_refused(ctxs, 2, zero, path, CLF_ERROR_INVALID_ARGUMENT, "stage 1's share 0");
+    expect_refused(ctxs, 2, neg, path, CLF_ERROR_INVALID_ARGUMENT, "stage 0's share -1");
+    expect_refused(ctxs, 2, nan2, path, CLF_ERROR_INVALID_ARGUMENT, "positive number");
+    expect_refused(ctxs, 2, inf2, path, CLF_ERROR_INVALID_ARGUMENT, "positive number");
+    clf_context *with_null[2] = {g_ctx, NULL};
+    expect_refused(with_null, 2, NULL, path, CLF_ERROR_INVALID_ARGUMENT, "context 1 is NULL");
+    clf_lm *m = NULL;
+    assert_int_equal(clf_lm_load_split(NULL, 2, NULL, path, NULL, &m), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_load_split(ctxs, 0, NULL, path, NULL, &m), CLF_ERROR_INVALID_ARGUMENT);
+
+    /* A model no device holds (16 layers of d 16384, FFN 131072: 30 GB each in F32), refused
+     * from its config alone, before a weight is read: the folder's weights are a tiny model's. */
+    char dir[] = "/tmp/clf-split-XXXXXX", file[700], cmd[1600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof(cmd), "cp '%s/model.safetensors' '%s/'", path, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(file, sizeof(file), "%s/config.json", dir);
+    harness_write_file(file, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 16384, "
+                             "\"intermediate_size\": 131072, \"num_hidden_layers\": 16, "
+                             "\"num_attention_heads\": 128, \"num_key_value_heads\": 8, "
+                             "\"vocab_size\": 32000, \"max_position_embeddings\": 4096, "
+                             "\"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": false}");
+    expect_refused(ctxs, 2, NULL, dir, CLF_ERROR_SIZE_LIMIT, "of global memory");
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "stage 0 on '"));
+    harness_remove_tree(dir);
+}
+
+/* A launch that fails on the second stage: the step fails with the message on the first context,
+ * naming stage 1; the state keeps its lengths, and the next step gives the right logits. */
+static void test_second_stage_fails(void **state) {
+    (void)state;
+    char path[640];
+    path_of("llama_gqa", path, sizeof(path));
+    clf_context *ctxs[2] = {g_ctx, g_ctx2};
+    clf_lm *one = NULL, *two = NULL;
+    CLF_OK(clf_lm_load(g_ctx, path, &one));
+    CLF_OK(clf_lm_load_split(ctxs, 2, NULL, path, NULL, &two));
+    clf_lm_info in;
+    CLF_OK(clf_lm_get_info(two, &in));
+    int32_t ids[18];
+    for (int i = 0; i < 18; i++)
+        ids[i] = (int32_t)((5 * i + 1) % in.vocab_size);
+    clf_lm_state *s = NULL;
+    CLF_OK(clf_lm_state_create(two, 2, 16, &s));
+    clf_tensor *x = ids_tensor(2, 9, ids), *lg = NULL;
+    const int64_t shape[2] = {2, in.vocab_size};
+    CLF_OK(clf_tensor_create(g_ctx2, CLF_F32, 2, shape, &lg));
+    clf__fault_set(g_ctx2, CLF_FAULT_ENQUEUE, 0);
+    const clf_status st = clf_lm_state_step(s, x, NULL, lg);
+    clf__fault_set(g_ctx2, CLF_FAULT_ENQUEUE, -1);
+    assert_int_not_equal(st, CLF_SUCCESS);
+    if (!strstr(clf_context_last_error(g_ctx), "stage 1 ("))
+        fail_msg("the failure reads '%s'", clf_context_last_error(g_ctx));
+    assert_int_equal(clf_lm_state_length(s, 0), 0);
+    CLF_OK(clf_lm_state_step(s, x, NULL, lg));
+    assert_int_equal(clf_lm_state_length(s, 0), 9);
+    float *got = malloc(sizeof(float) * (size_t)(2 * in.vocab_size));
+    assert_non_null(got);
+    CLF_OK(clf_tensor_read(lg, got, clf_tensor_bytes(lg)));
+    float *want = forward(one, g_ctx, 2, 9, ids, in.vocab_size);
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t v = 0; v < in.vocab_size; v++)
+            assert_true(fabsf(got[b * in.vocab_size + v] - want[(b * 9 + 8) * in.vocab_size + v]) <=
+                        1e-4f * (1.0f + fabsf(want[(b * 9 + 8) * in.vocab_size + v])));
+    free(got);
+    free(want);
+    clf_tensor_free(x);
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+    clf_lm_free(one);
+    clf_lm_free(two);
+}
+
+int main(void) {
+    harness_after_setup = open_second;
+    harness_before_teardown = close_second;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_equals_one),
+        cmocka_unit_test(test_deeper_splits),
+        cmocka_unit_test(test_bad_splits),
+        cmocka_unit_test(test_second_stage_fails),
+    };
+    return HARNESS_RUN("lm_split", tests);
+}
