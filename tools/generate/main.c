@@ -2,10 +2,10 @@
  * clformer-generate — text generation with a decoder-only model (GPT-2, Llama, Mistral, Qwen2)
  * from a Hugging Face folder or a GGUF file on any OpenCL device.
  *
- *   clformer-generate --model DIR|FILE.gguf [--tokenizer FILE] [--device SPEC] [--max-new-tokens N]
- * [--temperature T]
- *                     [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S]
- *                     [--ignore-eos] [--stats] [--print-ids] [--ids "1 2 3" | "prompt"]
+ *   clformer-generate --model DIR|FILE.gguf [--tokenizer FILE] [--device SPEC]
+ *                     [--devices SPEC,SPEC[,...] [--split 3,1]] [--max-new-tokens N]
+ *                     [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]
+ *                     [--seed S] [--ignore-eos] [--stats] [--print-ids] [--ids "1 2 3" | "prompt"]
  *   clformer-generate --model DIR --tokenize "text"
  *
  * Streams the generated text to standard output as it is produced (the prompt is not repeated).
@@ -14,6 +14,7 @@
  * tokenizer (a byte-level BPE; --tokenizer gives a tokenizer.json instead).
  */
 #include "clformer/clformer.h"
+#include "../common/devices.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,22 @@ static void print_weights(const clf_lm *m) {
     free(w);
 }
 
+/* --stats with --devices: each stage's device, layers and weight memory. */
+static void print_stages(const clf_lm *m) {
+    clf_lm_stage st[CLI_MAX_STAGES];
+    int64_t n = 0;
+    if (clf_lm_stages(m, st, CLI_MAX_STAGES, &n) != CLF_SUCCESS) return;
+    for (int64_t i = 0; i < n && i < CLI_MAX_STAGES; i++) {
+        clf_device_info info;
+        clf_context_device_info(st[i].context, &info);
+        fprintf(stderr, "stage %lld: layers %lld .. %lld%s%s, %.1f MB of weights on %s\n",
+                (long long)i, (long long)st[i].first_layer,
+                (long long)(st[i].first_layer + st[i].layers - 1),
+                st[i].embedding ? ", embedding" : "", st[i].head ? ", head" : "",
+                (double)st[i].weight_bytes / 1e6, info.name);
+    }
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: clformer-generate --model DIR|FILE.gguf [options] \"prompt\"\n"
@@ -61,6 +78,10 @@ static void usage(FILE *f) {
             "                           BF16, Q8_0, Q4_0, Q4_K, Q6_K kept as stored)\n"
             "  --tokenizer FILE         tokenizer.json (default: the folder's, or the GGUF\n"
             "                           file's own)\n"
+            "  --devices SPEC,SPEC,...  split the model by layers over these devices (a pipeline;\n"
+            "                           a spec twice: two contexts on one device)\n"
+            "  --split 3,1              the devices' shares of the layers (default: their\n"
+            "                           global memory)\n"
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
@@ -154,12 +175,12 @@ static double num_arg(const char *opt, const char *v, int *bad) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *spec = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL,
-               *tok_path = NULL;
+    const char *model = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL, *tok_path = NULL;
     int stats = 0, print_ids = 0, bad = 0;
     clf_generate_params gp = clf_generate_default_params();
     gp.max_new_tokens = 64;
     clf_load_params lp = clf_load_default_params();
+    cli_devices dev = {0};
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -171,7 +192,11 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--tokenizer") == 0 && has) {
             tok_path = argv[++i];
         } else if (strcmp(a, "--device") == 0 && has) {
-            spec = argv[++i];
+            dev.device = argv[++i];
+        } else if (strcmp(a, "--devices") == 0 && has) {
+            dev.devices = argv[++i];
+        } else if (strcmp(a, "--split") == 0 && has) {
+            dev.split = argv[++i];
         } else if (strcmp(a, "--max-new-tokens") == 0 && has) {
             gp.max_new_tokens = (int64_t)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--temperature") == 0 && has) {
@@ -284,18 +309,18 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    clf_context_params params = clf_context_default_params();
-    params.device_spec = spec;
-    params.error = &msg;
-    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-generate: %s\n", msg.message);
-        goto done;
-    }
-    if (clf_lm_load_with(ctx, model, &lp, &m) != CLF_SUCCESS) {
+    if ((rc = cli_devices_open(&dev, "clformer-generate")) != 0) goto done;
+    rc = 1;
+    ctx = dev.ctx[0];
+    if (clf_lm_load_split(dev.ctx, dev.n, cli_devices_shares(&dev), model, &lp, &m) !=
+        CLF_SUCCESS) {
         fprintf(stderr, "clformer-generate: %s\n", clf_context_last_error(ctx));
         goto done;
     }
-    if (stats) print_weights(m);
+    if (stats) {
+        print_weights(m);
+        if (dev.n > 1) print_stages(m);
+    }
     if (tok && !print_ids && clf_bpe_stream_create(tok, 1, &r.stream) != CLF_SUCCESS) goto done;
     out = malloc(sizeof(int32_t) * (size_t)(gp.max_new_tokens > 0 ? gp.max_new_tokens : 1));
     if (!out) goto done;
@@ -330,7 +355,7 @@ done:
     free(out);
     free(ids);
     clf_lm_free(m);
-    clf_context_free(ctx);
+    cli_devices_close(&dev);
     clf_bpe_free(tok);
     return rc;
 }
