@@ -1,9 +1,11 @@
 /*
  * sentence.c — sentence-transformers BERT models (all-MiniLM-L6-v2 and its kind): the model
- * folder's configuration, the WordPiece tokenizer, the BERT encoder of model.c, mean pooling (a
- * strided-batched GEMM with a per-sequence weight row) and L2 normalization.
+ * folder's configuration, the WordPiece tokenizer, the BERT encoder of model.c (on one context, or
+ * split by layers over several: a pipeline whose stages pass (B, N, d) through the host), mean
+ * pooling (a strided-batched GEMM with a per-sequence weight row) and L2 normalization.
  */
 #include "internal.h"
+#include "models/models.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -12,9 +14,11 @@
 #include <string.h>
 
 struct clf_sentence_model {
-    clf_context *ctx;
+    clf_context *ctx; /* the first stage's: every call's error is left here */
     clf_tokenizer *tok;
-    clf_encoder *enc;
+    clf_encoder *enc;    /* the first stage (the whole encoder on one context) */
+    clf_encoder **parts; /* [n_parts]: parts[0] is enc */
+    int n_parts;
     clf_transformer_params cfg;
     int64_t max_len;
     int normalize;
@@ -90,8 +94,62 @@ static clf_status parse_config(clf_context *ctx, const char *dir, clf_sentence_m
 void clf_sentence_model_free(clf_sentence_model *m) {
     if (!m) return;
     clf_tokenizer_free(m->tok);
-    clf_encoder_free(m->enc);
+    for (int i = 0; m->parts && i < m->n_parts; i++)
+        clf_encoder_free(m->parts[i]);
+    free(m->parts);
     free(m);
+}
+
+/* A failure on ctx, one of m's stages, reported on m->ctx (naming the stage) too. */
+static clf_status relay(const clf_sentence_model *m, clf_context *ctx, clf_status st) {
+    if (st == CLF_SUCCESS || ctx == m->ctx) return st;
+    int p = 0;
+    while (p < m->n_parts - 1 && m->parts[p] && m->parts[p]->ctx != ctx)
+        p++;
+    const char *msg = clf_context_last_error(ctx);
+    return clf__fail(m->ctx, st, "stage %d (%s): %s", p, ctx->info.name,
+                     msg[0] ? msg : clf_strerror(st));
+}
+
+/* The stages' layers (split over n contexts), each checked against its device's memory. */
+static clf_status load_parts(clf_sentence_model *m, clf_context *const *ctxs, int n,
+                             const double *split, const clf_safetensors *w, const char *prefix) {
+    const clf_transformer_params *c = &m->cfg;
+    int64_t count[64];
+    if (n > 64) return clf__fail(m->ctx, CLF_ERROR_INVALID_ARGUMENT, "split: at most 64 stages");
+    if (!c->num_layers || c->num_layers < 1)
+        return clf__fail(m->ctx, CLF_ERROR_BAD_FORMAT, "config.json: num_hidden_layers missing");
+    CLF_TRY(n == 1 ? (count[0] = c->num_layers, CLF_SUCCESS)
+                   : clf__split_layers(ctxs, n, split, c->num_layers, count));
+    const int64_t d = c->num_hiddens, F = c->ffn_num_hiddens;
+    const double layer = 4 * clf__matrix_bytes(c->weight_dtype, d, d) +
+                         2 * clf__matrix_bytes(c->weight_dtype, F, d) + 4.0 * (9 * d + F),
+                 embed = 4.0 * (double)(c->vocab_size + c->max_len + 2 + 2) * (double)d;
+    int64_t at = 0;
+    for (int i = 0; i < n && n > 1; i++) {
+        const double bytes = (i == 0 ? embed : 0) + (double)count[i] * layer,
+                     have = (double)ctxs[i]->info.global_mem_bytes;
+        if (bytes > have)
+            return clf__fail(m->ctx, CLF_ERROR_SIZE_LIMIT,
+                             "split: stage %d on '%s' needs %.1f MiB for layers %lld .. %lld and "
+                             "the device has %.1f MiB of global memory",
+                             i, ctxs[i]->info.name, bytes / 1048576.0, (long long)at,
+                             (long long)(at + count[i] - 1), have / 1048576.0);
+        at += count[i];
+    }
+    m->parts = calloc((size_t)n, sizeof(clf_encoder *));
+    if (!m->parts) return clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    m->n_parts = n;
+    at = 0;
+    for (int i = 0; i < n; i++) {
+        if (ctxs[i] != m->ctx) clf__clear_error(ctxs[i]);
+        const clf_status st =
+            clf__encoder_load_part(ctxs[i], w, prefix, c, at, at + count[i], i == 0, &m->parts[i]);
+        if (st != CLF_SUCCESS) return relay(m, ctxs[i], st);
+        at += count[i];
+    }
+    m->enc = m->parts[0];
+    return CLF_SUCCESS;
 }
 
 clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_sentence_model **out) {
@@ -100,11 +158,21 @@ clf_status clf_sentence_model_load(clf_context *ctx, const char *dir, clf_senten
 
 clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
                                         const clf_load_params *params, clf_sentence_model **out) {
-    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    return clf_sentence_model_load_split(&ctx, 1, NULL, dir, params, out);
+}
+
+clf_status clf_sentence_model_load_split(clf_context *const *ctxs, int n, const double *split,
+                                         const char *dir, const clf_load_params *params,
+                                         clf_sentence_model **out) {
+    if (!ctxs || n < 1 || !ctxs[0]) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_context *ctx = ctxs[0];
     clf__clear_error(ctx);
     if (!dir || !out)
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "dir and out must not be NULL");
     *out = NULL;
+    for (int i = 1; i < n; i++)
+        if (!ctxs[i])
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "split: context %d is NULL", i);
     clf_sentence_model *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
@@ -132,7 +200,7 @@ clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
         /* weights are named with or without the "bert." of BertForXxx checkpoints */
         const char *prefix =
             clf_safetensors_find(w, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
-        st = clf_encoder_load(ctx, w, prefix, &m->cfg, &m->enc);
+        st = load_parts(m, ctxs, n, split, w, prefix);
     }
     clf_safetensors_free(w);
     if (st != CLF_SUCCESS) {
@@ -140,6 +208,23 @@ clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
         return st;
     }
     *out = m;
+    return CLF_SUCCESS;
+}
+
+clf_status clf_sentence_model_stages(const clf_sentence_model *m, clf_stage *out, int64_t cap,
+                                     int64_t *count) {
+    if (!m || !count || cap < 0 || (cap > 0 && !out)) return CLF_ERROR_INVALID_ARGUMENT;
+    for (int p = 0; p < m->n_parts && p < cap; p++) {
+        const clf_encoder *e = m->parts[p];
+        clf_stage *s = &out[p];
+        s->context = e->ctx;
+        s->first_layer = e->first;
+        s->layers = e->end - e->first;
+        s->embedding = e->embeds;
+        s->head = p == m->n_parts - 1;
+        s->weight_bytes = clf__encoder_weight_bytes(e);
+    }
+    *count = m->n_parts;
     return CLF_SUCCESS;
 }
 
@@ -165,33 +250,70 @@ const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m) {
     return m ? m->tok : NULL;
 }
 clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m) {
-    return m ? m->enc : NULL;
+    return m && m->n_parts == 1 ? m->enc : NULL;
+}
+
+/* The encoder's output x (B, N, d) of a device batch: on one context, the encoder's forward into
+ * a new tensor; split, each stage in turn, the residual stream carried through the host (each
+ * stage's lengths written from the host). *x is on the last stage's context. */
+static clf_status encode(clf_sentence_model *m, const clf_tensor *ids, const clf_tensor *lens,
+                         const int32_t *host_lens, clf_tensor **x) {
+    const int64_t B = ids->shape[0], N = ids->shape[1], d = m->cfg.num_hiddens;
+    int64_t xs[3] = {B, N, d};
+    CLF_TRY(clf_tensor_create(m->ctx, CLF_F32, 3, xs, x));
+    if (m->n_parts == 1) return clf_encoder_forward(m->enc, ids, lens, *x);
+    clf_status st = clf__encoder_part_forward(m->parts[0], ids, lens, *x);
+    float *carry = st == CLF_SUCCESS ? malloc(sizeof(float) * (size_t)(B * N * d)) : NULL;
+    if (st == CLF_SUCCESS && !carry)
+        st = clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int p = 1; p < m->n_parts && st == CLF_SUCCESS; p++) {
+        clf_context *pc = m->parts[p]->ctx;
+        clf__clear_error(pc);
+        clf_tensor *next = NULL, *pl = NULL;
+        st = clf_tensor_read(*x, carry, sizeof(float) * (size_t)(B * N * d));
+        if (st != CLF_SUCCESS) st = relay(m, m->parts[p - 1]->ctx, st);
+        clf_status ps = st;
+        if (ps == CLF_SUCCESS) ps = clf_tensor_create(pc, CLF_F32, 3, xs, &next);
+        if (ps == CLF_SUCCESS) ps = clf_tensor_create(pc, CLF_I32, 1, &B, &pl);
+        if (ps == CLF_SUCCESS)
+            ps = clf_tensor_write(next, carry, sizeof(float) * (size_t)(B * N * d));
+        if (ps == CLF_SUCCESS) ps = clf_tensor_write(pl, host_lens, sizeof(int32_t) * (size_t)B);
+        if (ps == CLF_SUCCESS) ps = clf__encoder_part_forward(m->parts[p], NULL, pl, next);
+        if (st == CLF_SUCCESS && ps != CLF_SUCCESS) st = relay(m, pc, ps);
+        clf_tensor_free(pl);
+        clf_tensor_free(*x);
+        *x = next;
+    }
+    free(carry);
+    return st;
 }
 
 /* Embeds a device batch with lengths known on the host too. */
 static clf_status embed_batch(clf_sentence_model *m, const clf_tensor *ids, const clf_tensor *lens,
                               const int32_t *host_lens, float *out) {
-    clf_context *ctx = m->ctx;
     const int64_t B = ids->shape[0], N = ids->shape[1], d = m->cfg.num_hiddens;
     clf_tensor *x = NULL, *w = NULL, *pooled = NULL;
-    int64_t xs[3] = {B, N, d}, ws[2] = {B, N}, ps[2] = {B, d};
+    int64_t ws[2] = {B, N}, ps[2] = {B, d};
     float *wh = malloc((size_t)(B * N) * sizeof(float));
-    if (!wh) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (!wh) return clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int64_t b = 0; b < B; b++) {
         const int64_t l = host_lens[b];
         for (int64_t t = 0; t < N; t++)
             wh[b * N + t] = t < l ? (float)(1.0 / (double)l) : 0.0f;
     }
-    clf_status st = clf_tensor_create(ctx, CLF_F32, 3, xs, &x);
+    const clf_status enc = encode(m, ids, lens, host_lens, &x);
+    /* the pooling on the last stage's context */
+    clf_context *ctx = m->parts[m->n_parts - 1]->ctx;
+    clf_status st = enc;
     if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 2, ws, &w);
     if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_F32, 2, ps, &pooled);
     if (st == CLF_SUCCESS) st = clf_tensor_write(w, wh, (size_t)(B * N) * sizeof(float));
-    if (st == CLF_SUCCESS) st = clf_encoder_forward(m->enc, ids, lens, x);
     /* pooled_b (1, d) = w_b (1, N) x_b (N, d) */
     if (st == CLF_SUCCESS)
         st = clf_gemm_strided_batched(ctx, CLF_NO_TRANS, CLF_NO_TRANS, 1, d, N, 1.0f, w, 0, N, N, x,
                                       0, d, N * d, 0.0f, pooled, 0, d, d, B);
     if (st == CLF_SUCCESS) st = clf_tensor_read(pooled, out, (size_t)(B * d) * sizeof(float));
+    if (enc == CLF_SUCCESS) st = relay(m, ctx, st); /* encode relayed its own */
     if (st == CLF_SUCCESS && m->normalize)
         for (int64_t b = 0; b < B; b++) {
             double s = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # clformer-embed as a user runs it: a missing model gives a message saying how to fetch it (exit
 # 1); with the model, embeddings from arguments and from stdin agree and --similarity prints a
-# symmetric matrix with ones on the diagonal. Without the model (outside CI) only the first part
+# symmetric matrix with ones on the diagonal, --devices splits the encoder with the same output.
+# Without the model (outside CI) only the first part
 # runs.   embed_test.sh <clformer-embed> <source dir>
 set -euo pipefail
 embed=$1
@@ -29,6 +30,15 @@ paste -d ' ' <(echo "$a") <(echo "$c") | awk '{ n = NF / 2; d = 0; x = 0; y = 0
     c = d / sqrt(x * y); printf "F16 vs F32 embedding %d: cosine %.7f\n", NR, c
     if (!(c >= 0.9999)) bad = 1 } END { exit bad }' || { echo "F16 embeddings differ"; exit 1; }
 "$embed" --model "$model" --weights f8 "x" 2>/dev/null && { echo "--weights f8 accepted"; exit 1; }
+# split by layers over two contexts of the test's device (a spec twice), 2 + 4: the same
+# embeddings as printed (test_minilm bounds the values); a bad --split exits 2
+dev=${CLF_DEVICE:-0}
+e=$("$embed" --model "$model" --devices "$dev,$dev" --split 1,2 "A man is eating food." "The girl is carrying a baby.")
+[ "$e" = "$a" ] || { echo "--devices $dev,$dev: embeddings differ from one context's"; exit 1; }
+set +e
+"$embed" --model "$model" --devices "$dev,$dev" --split 1 "x" 2>/dev/null
+[ $? -eq 2 ] || { echo "--split 1 for two devices: exit code not 2"; exit 1; }
+set -e
 s=$("$embed" --model "$model" --similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby.")
 echo "$s"
 awk 'NF != 3 { exit 1 }

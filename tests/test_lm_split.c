@@ -163,7 +163,7 @@ static void split_case(const char *name, int n, const double *split) {
     clf_lm_info in;
     CLF_OK(clf_lm_get_info(one, &in));
     /* the stages: contiguous, every layer once, the embedding first and the head last */
-    clf_lm_stage stages[8];
+    clf_stage stages[8];
     int64_t count = 0, at = 0;
     CLF_OK(clf_lm_stages(two, stages, 8, &count));
     assert_int_equal(count, n);

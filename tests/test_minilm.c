@@ -1,7 +1,8 @@
 /*
  * test_minilm.c — all-MiniLM-L6-v2 end to end against sentence-transformers
  * (tools/make_minilm_fixtures.py, float64): identical token ids for every fixture sentence and
- * cosine >= 0.99999 between clformer's embedding and the reference. The model comes from
+ * cosine >= 0.99999 between clformer's embedding and the reference, also with the model split over
+ * two contexts (test_split). The model comes from
  * tools/fetch_minilm.sh ($CLF_MODEL_DIR or <source>/models/all-MiniLM-L6-v2); without it the
  * test skips, except under CI, where it fails.
  */
@@ -118,6 +119,80 @@ static void test_embeddings(void **state) {
     free(texts);
 }
 
+/* The model split by layers over two contexts ($CLF_DEVICE2's, else a second one on the test's
+ * device; stages alternate between the two), 2 and 3 ways and by memory: embeddings of the first
+ * 12 fixture sentences within 1e-5 (absolute) of the one-context model's, cosine to the reference
+ * >= 0.99999 as above; the stages as asked; 7 stages for 6 layers refused. */
+static void test_split(void **state) {
+    (void)state;
+    clf_context *second = NULL;
+    clf_context_params p = clf_context_default_params();
+    p.device_spec = getenv("CLF_DEVICE2");
+    CLF_OK(clf_context_create(&second, &p));
+    clf_context *ctxs[7] = {g_ctx, second, g_ctx, second, g_ctx, second, g_ctx};
+    const int64_t d = clf_sentence_model_dim(g_m);
+    const int n = 12;
+    const char *texts[12];
+    for (int i = 0; i < n; i++)
+        texts[i] = cJSON_GetObjectItem(cJSON_GetArrayItem(sentences(), i), "text")->valuestring;
+    float *want = malloc(sizeof(float) * (size_t)(n * d)),
+          *got = malloc(sizeof(float) * (size_t)(n * d));
+    CLF_OK(clf_sentence_embed(g_m, texts, n, 5, want));
+    static const double three[3] = {1, 4, 1};
+    clf_device_info a, b;
+    clf_context_device_info(g_ctx, &a);
+    clf_context_device_info(second, &b);
+    /* by memory: 3 + 3 on equal devices (else as the memories go, checked for the sum only) */
+    const int64_t first = a.global_mem_bytes == b.global_mem_bytes ? 3 : 0;
+    const struct {
+        int n;
+        const double *split;
+        int64_t layers[3];
+    } cases[] = {{2, NULL, {first, first, 0}}, {3, three, {1, 4, 1}}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        clf_sentence_model *m = NULL;
+        CLF_OK(clf_sentence_model_load_split(ctxs, cases[c].n, cases[c].split, g_model, NULL, &m));
+        assert_null(clf_sentence_model_encoder(m));
+        clf_stage st[3];
+        int64_t count = 0;
+        CLF_OK(clf_sentence_model_stages(m, st, 3, &count));
+        assert_int_equal(count, cases[c].n);
+        int64_t sum = 0;
+        for (int i = 0; i < cases[c].n; i++) {
+            assert_ptr_equal(st[i].context, ctxs[i]);
+            assert_int_equal(st[i].first_layer, sum);
+            sum += st[i].layers;
+            if (cases[c].layers[0]) assert_int_equal(st[i].layers, cases[c].layers[i]);
+            assert_int_equal(st[i].embedding, i == 0);
+            assert_true(st[i].weight_bytes > 0 && st[i].layers >= 1);
+        }
+        assert_int_equal(sum, 6);
+        for (int64_t i = 0; i < n * d; i++)
+            got[i] = NAN;
+        CLF_OK(clf_sentence_embed(m, texts, n, 5, got));
+        double worst = 0;
+        for (int64_t i = 0; i < n * d; i++)
+            worst = fmax(worst, fabs((double)got[i] - want[i]));
+        if (!(worst <= 1e-5))
+            fail_msg("split %d ways: |difference| %.3g from one context", cases[c].n, worst);
+        for (int i = 0; i < n; i++) {
+            const cJSON *ref = cJSON_GetObjectItem(cJSON_GetArrayItem(sentences(), i), "embedding");
+            assert_true(cosine(got + i * d, ref, d) >= 0.99999);
+        }
+        print_message("split %d ways: 12 embeddings within %.2g of one context's\n", cases[c].n,
+                      worst);
+        clf_sentence_model_free(m);
+    }
+    clf_sentence_model *m = (clf_sentence_model *)0x1;
+    assert_int_equal(clf_sentence_model_load_split(ctxs, 7, NULL, g_model, NULL, &m),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "7 stages for a model of 6 layers"));
+    free(want);
+    free(got);
+    clf_context_free(second);
+}
+
 /* Tokenizer edges: truncation to max_len, invalid UTF-8, bad vocabularies. */
 static void test_tokenizer_edges(void **state) {
     (void)state;
@@ -201,6 +276,7 @@ int main(void) {
         cmocka_unit_test(test_token_ids),
         cmocka_unit_test(test_embeddings),
         cmocka_unit_test(test_tokenizer_edges),
+        cmocka_unit_test(test_split),
     };
     harness_after_setup = load_model;
     harness_before_teardown = free_model;

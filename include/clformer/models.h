@@ -251,15 +251,16 @@ CLF_API clf_status clf_lm_load_with(clf_context *ctx, const char *dir,
  * the stage where it failed on another. n = 1 is clf_lm_load_with. */
 CLF_API clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split,
                                      const char *dir, const clf_load_params *params, clf_lm **out);
-/* One stage of a model (clf_lm_load_split; a model on one context has one). */
-typedef struct clf_lm_stage {
+/* One stage of a model split by layers (clf_lm_load_split, clf_sentence_model_load_split; a
+ * model on one context has one). */
+typedef struct clf_stage {
     clf_context *context;
     int64_t first_layer, layers; /* its layers: first_layer .. first_layer + layers - 1 */
     int embedding, head;         /* it holds the token embedding / the final norm and head */
     int64_t weight_bytes;        /* the device memory of its weights */
-} clf_lm_stage;
+} clf_stage;
 /* Writes up to cap stages to out and their number to *count (cap 0, out NULL: count only). */
-CLF_API clf_status clf_lm_stages(const clf_lm *m, clf_lm_stage *out, int64_t cap, int64_t *count);
+CLF_API clf_status clf_lm_stages(const clf_lm *m, clf_stage *out, int64_t cap, int64_t *count);
 /* A LlamaForCausalLM of the sizes in `sizes` (vocab_size, hidden_size, ffn_size, layers, heads,
  * kv_heads, head_dim (0: hidden_size / heads), max_positions; the rest ignored) with random
  * weights drawn from seed (uniform, scaled by 1 / sqrt(fan-in); norms 1; rope_theta 500000,
@@ -343,6 +344,16 @@ CLF_API clf_status clf_sentence_model_load(clf_context *ctx, const char *dir,
 CLF_API clf_status clf_sentence_model_load_with(clf_context *ctx, const char *dir,
                                                 const clf_load_params *params,
                                                 clf_sentence_model **out);
+/* The same split by layers over n contexts as clf_lm_load_split splits a causal LM: stage i on
+ * ctxs[i] holds a contiguous range of the encoder's layers, the first also the embedding; the
+ * pooling runs on the last. Same shares, refusals and error reporting (on ctxs[0]). */
+CLF_API clf_status clf_sentence_model_load_split(clf_context *const *ctxs, int n,
+                                                 const double *split, const char *dir,
+                                                 const clf_load_params *params,
+                                                 clf_sentence_model **out);
+/* The stages of a model (one when it is on one context), as clf_lm_stages. */
+CLF_API clf_status clf_sentence_model_stages(const clf_sentence_model *m, clf_stage *out,
+                                             int64_t cap, int64_t *count);
 CLF_API void clf_sentence_model_free(clf_sentence_model *m);
 CLF_API int64_t clf_sentence_model_dim(const clf_sentence_model *m);
 /* Longest token sequence (sentences are truncated to it). */
@@ -353,7 +364,8 @@ CLF_API int clf_sentence_model_normalizes(const clf_sentence_model *m);
 /* Later embeddings are L2-normalized (on 1) or left as pooled (on 0), whatever the model says. */
 CLF_API clf_status clf_sentence_model_set_normalize(clf_sentence_model *m, int on);
 /* The model's tokenizer and encoder, owned by it: valid until clf_sentence_model_free (do not
- * free them). */
+ * free them). A split model's encoder is its first stage, which runs only that stage's layers:
+ * clf_sentence_model_encoder gives NULL for it. */
 CLF_API const clf_tokenizer *clf_sentence_model_tokenizer(const clf_sentence_model *m);
 CLF_API clf_encoder *clf_sentence_model_encoder(clf_sentence_model *m);
 /* Embeds n UTF-8 sentences into out (n, dim), in batches of up to batch_size (0: 32) sentences

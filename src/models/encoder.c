@@ -42,13 +42,9 @@ void clf_encoder_free(clf_encoder *enc) {
     free(enc);
 }
 
-clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
-                            const clf_transformer_params *cfg, clf_encoder **out) {
-    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
-    clf__clear_error(ctx);
-    if (!st || !out)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "st and out must not be NULL");
-    *out = NULL;
+clf_status clf__encoder_load_part(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                  const clf_transformer_params *cfg, int64_t first, int64_t end,
+                                  int embeds, clf_encoder **out) {
     clf_encoder *enc = calloc(1, sizeof(*enc));
     if (!enc) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     enc->ctx = ctx;
@@ -58,6 +54,9 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
         return s;
     }
     const clf_transformer_params *c = &enc->cfg;
+    enc->first = first;
+    enc->end = end;
+    enc->embeds = embeds;
     enc->arch = clf__arch_find(c->arch);
     clf_loader L = {
         .ctx = ctx, .st = st, .prefix = prefix ? prefix : "", .weight_dtype = c->weight_dtype};
@@ -66,8 +65,8 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
         s = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         goto fail;
     }
-    if ((s = enc->arch->load_embed(&L, c, 0, &enc->emb)) != CLF_SUCCESS) goto fail;
-    for (L.layer = 0; L.layer < c->num_layers; L.layer++)
+    if (embeds && (s = enc->arch->load_embed(&L, c, 0, &enc->emb)) != CLF_SUCCESS) goto fail;
+    for (L.layer = first; L.layer < end; L.layer++)
         if ((s = enc->arch->load_encoder_layer(&L, c, &enc->layers[L.layer])) != CLF_SUCCESS)
             goto fail;
     if ((s = clf_encoder_state_create(enc, &enc->own)) != CLF_SUCCESS) goto fail;
@@ -76,6 +75,33 @@ clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const c
 fail:
     clf_encoder_free(enc);
     return s;
+}
+
+static int64_t norm_bytes(const clf_norm *n) {
+    return clf__tensor_bytes0(n->g) + clf__tensor_bytes0(n->b);
+}
+
+int64_t clf__encoder_weight_bytes(const clf_encoder *enc) {
+    int64_t b = clf__tensor_bytes0(enc->emb.tok) + clf__tensor_bytes0(enc->emb.pos) +
+                norm_bytes(&enc->emb.norm);
+    for (int64_t i = enc->first; i < enc->end; i++) {
+        const clf_enc_layer *l = &enc->layers[i];
+        b += clf__lin_bytes(&l->att.qkv) + clf__lin_bytes(&l->att.kv) + clf__lin_bytes(&l->att.o) +
+             norm_bytes(&l->n1) + norm_bytes(&l->n2) + clf__lin_bytes(&l->ffn.up) +
+             clf__lin_bytes(&l->ffn.down);
+    }
+    return b;
+}
+
+clf_status clf_encoder_load(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                            const clf_transformer_params *cfg, clf_encoder **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!st || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "st and out must not be NULL");
+    *out = NULL;
+    if (!cfg) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "cfg must not be NULL");
+    return clf__encoder_load_part(ctx, st, prefix, cfg, 0, cfg->num_layers, 1, out);
 }
 
 /* ---------------------------------------------------------------- states */
@@ -142,23 +168,14 @@ const clf_tensor *clf_encoder_state_attention_weights(const clf_encoder_state *s
     return s->weights[layer];
 }
 
-clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids,
-                                     const clf_tensor *valid_lens, clf_tensor *out) {
-    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+/* The stack on s for (B, N): embeds ids into out when the encoder embeds, then its layers on out
+ * in place. */
+static clf_status run(clf_encoder_state *s, int64_t B, int64_t N, const clf_tensor *ids,
+                      const clf_tensor *valid_lens, clf_tensor *out) {
     const clf_encoder *enc = s->enc;
     clf_context *ctx = enc->ctx;
-    clf__clear_error(ctx);
     const clf_transformer_params *c = &enc->cfg;
-    CLF_TRY(clf__check_ids(ctx, ids, valid_lens));
-    CLF_TRY(clf__check_tensor(ctx, out, "out", CLF_F32));
-    const int64_t B = ids->shape[0], N = ids->shape[1], d = c->num_hiddens, H = c->num_heads;
-    if (out->ndim != 3 || out->shape[0] != B || out->shape[1] != N || out->shape[2] != d) {
-        char a[96], b[96];
-        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
-                         "encoder: out %s must be (%lld, %lld, %lld) for ids %s",
-                         clf__shape_str(out, a, sizeof(a)), (long long)B, (long long)N,
-                         (long long)d, clf__shape_str(ids, b, sizeof(b)));
-    }
+    const int64_t d = c->num_hiddens, H = c->num_heads;
     CLF_TRY(clf_encoder_state_reserve(s, B, N));
     clf_block_ws ws = {
         .qkv = clf__view(s->qkv, B, N, 3 * d),
@@ -168,15 +185,41 @@ clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids
         .h = clf__view(s->h, B, N, c->ffn_num_hiddens),
     };
     s->emb.tmp = ws.tmp;
-    CLF_TRY(enc->arch->embed(ctx, c, &enc->emb, ids, 0, &s->emb, out)); /* X (B, N, d) */
+    if (enc->embeds) /* X (B, N, d) */
+        CLF_TRY(enc->arch->embed(ctx, c, &enc->emb, ids, 0, &s->emb, out));
     const uint64_t launches0 = ctx->launches;
-    for (int64_t i = 0; i < c->num_layers; i++) {
+    for (int64_t i = enc->first; i < enc->end; i++) {
         if (s->record) CLF_TRY(clf__ensure_4d(ctx, &s->weights[i], B, H, N, N));
         CLF_TRY(enc->arch->encoder_block(ctx, c, &enc->layers[i], out, valid_lens,
                                          s->record ? s->weights[i] : NULL, &ws));
     }
-    s->launches_per_layer = (int64_t)(ctx->launches - launches0) / c->num_layers;
+    s->launches_per_layer = (int64_t)(ctx->launches - launches0) / (enc->end - enc->first);
     return CLF_SUCCESS;
+}
+
+clf_status clf_encoder_state_forward(clf_encoder_state *s, const clf_tensor *ids,
+                                     const clf_tensor *valid_lens, clf_tensor *out) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    const clf_encoder *enc = s->enc;
+    clf_context *ctx = enc->ctx;
+    clf__clear_error(ctx);
+    const clf_transformer_params *c = &enc->cfg;
+    CLF_TRY(clf__check_ids(ctx, ids, valid_lens));
+    CLF_TRY(clf__check_tensor(ctx, out, "out", CLF_F32));
+    const int64_t B = ids->shape[0], N = ids->shape[1], d = c->num_hiddens;
+    if (out->ndim != 3 || out->shape[0] != B || out->shape[1] != N || out->shape[2] != d) {
+        char a[96], b[96];
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "encoder: out %s must be (%lld, %lld, %lld) for ids %s",
+                         clf__shape_str(out, a, sizeof(a)), (long long)B, (long long)N,
+                         (long long)d, clf__shape_str(ids, b, sizeof(b)));
+    }
+    return run(s, B, N, ids, valid_lens, out);
+}
+
+clf_status clf__encoder_part_forward(clf_encoder *enc, const clf_tensor *ids,
+                                     const clf_tensor *valid_lens, clf_tensor *x) {
+    return run(enc->own, x->shape[0], x->shape[1], ids, valid_lens, x);
 }
 
 /* ---------------------------------------------------------------- the encoder's own state */

@@ -427,3 +427,14 @@ clf_status clf__post_ln_encoder_block(clf_context *ctx, const clf_transformer_pa
     CLF_TRY(clf__ffn(ctx, &ws->y, &l->ffn, c->ffn_act, &ws->h, &ws->tmp));
     return clf__add_norm(ctx, &ws->tmp, &ws->y, &l->n2, eps, x); /* X = AddNorm(Y, FFN(Y)) */
 }
+
+int64_t clf__tensor_bytes0(const clf_tensor *t) {
+    return t ? (int64_t)t->bytes : 0;
+}
+
+int64_t clf__lin_bytes(const clf_lin *l) {
+    int64_t b = clf__tensor_bytes0(l->w) + clf__tensor_bytes0(l->b);
+    for (int i = 0; i < l->n_more; i++)
+        b += clf__tensor_bytes0(l->more[i].w) + clf__tensor_bytes0(l->more[i].b);
+    return b;
+}

@@ -181,6 +181,10 @@ clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_ten
 clf_status clf__ensure_4d(clf_context *ctx, clf_tensor **t, int64_t B, int64_t H, int64_t T,
                           int64_t K);
 
+/* Device bytes of a linear layer's weights and biases (every run of a split stack); of a
+ * tensor, 0 for NULL. */
+int64_t clf__lin_bytes(const clf_lin *l);
+int64_t clf__tensor_bytes0(const clf_tensor *t);
 /* y = act(x W^T + b). */
 clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
                     clf_tensor *y);

@@ -21,11 +21,55 @@ clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st)
                      msg[0] ? msg : clf_strerror(st));
 }
 
-/* Bytes of a matrix of rows x cols kept as dtype (its rows padded to whole blocks). */
-static double matrix_bytes(clf_dtype dtype, int64_t rows, int64_t cols) {
+double clf__matrix_bytes(clf_dtype dtype, int64_t rows, int64_t cols) {
     const clf_dtype_traits *t = clf__dtype(dtype);
     if (!t) return 4.0 * (double)rows * (double)cols;
     return (double)rows * (double)((cols + t->block - 1) / t->block) * t->block_bytes;
+}
+
+clf_status clf__split_layers(clf_context *const *ctxs, int n, const double *split, int64_t layers,
+                             int64_t *count) {
+    clf_context *ctx = ctxs[0];
+    if (n > layers)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "split: %d stages for a model of %lld layers (at most one stage per "
+                         "layer)",
+                         n, (long long)layers);
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        const double w = split ? split[i] : (double)ctxs[i]->info.global_mem_bytes;
+        if (!(w > 0) || !isfinite(w))
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "split: stage %d's share %g must be a positive number", i, w);
+        total += w;
+    }
+    /* Whole layers by largest remainder, then at least one per stage (taken from the largest). */
+    int64_t given = 0;
+    for (int i = 0; i < n; i++) {
+        const double w = split ? split[i] : (double)ctxs[i]->info.global_mem_bytes;
+        count[i] = (int64_t)floor((double)layers * w / total);
+        given += count[i];
+    }
+    while (given < layers) {
+        int best = 0;
+        double rem = -1;
+        for (int i = 0; i < n; i++) {
+            const double w = split ? split[i] : (double)ctxs[i]->info.global_mem_bytes;
+            const double r = (double)layers * w / total - (double)count[i];
+            if (r > rem + 1e-12) rem = r, best = i;
+        }
+        count[best]++;
+        given++;
+    }
+    for (int i = 0; i < n; i++)
+        while (count[i] < 1) {
+            int big = 0;
+            for (int j = 1; j < n; j++)
+                if (count[j] > count[big]) big = j;
+            count[big]--;
+            count[i]++;
+        }
+    return CLF_SUCCESS;
 }
 
 /* What each layer and the first and last stages' own tensors take on the device: from the file's
@@ -35,7 +79,7 @@ static void estimate(const clf_lm *m, const clf_gguf *g, clf_dtype wt, double *l
     const clf_lm_info *in = &m->cfg.info;
     const int64_t L = in->layers, d = in->hidden_size, V = in->vocab_size,
                   q = in->heads * in->head_dim, kv = in->kv_heads * in->head_dim, F = in->ffn_size;
-    double embd = 4.0 * (double)V * (double)d, head = matrix_bytes(wt, V, d);
+    double embd = 4.0 * (double)V * (double)d, head = clf__matrix_bytes(wt, V, d);
     *first = *last = 0;
     for (int64_t i = 0; i < L; i++)
         layer[i] = 0;
@@ -59,8 +103,8 @@ static void estimate(const clf_lm *m, const clf_gguf *g, clf_dtype wt, double *l
                 *last += b;
         }
     } else {
-        const double per = matrix_bytes(wt, q + 2 * kv, d) + matrix_bytes(wt, d, q) +
-                           (double)m->cfg.arch->ffn_matrices * matrix_bytes(wt, F, d) +
+        const double per = clf__matrix_bytes(wt, q + 2 * kv, d) + clf__matrix_bytes(wt, d, q) +
+                           (double)m->cfg.arch->ffn_matrices * clf__matrix_bytes(wt, F, d) +
                            4.0 * (double)(2 * d + q + 2 * kv + F + d);
         for (int64_t i = 0; i < L; i++)
             layer[i] = per;
@@ -76,54 +120,15 @@ clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const 
                               const clf_gguf *g, clf_dtype weight_dtype) {
     clf_context *ctx = m->ctx;
     const int64_t L = m->cfg.info.layers;
-    if (n > L)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "lm split: %d stages for a model of %lld layers (at most one stage per "
-                         "layer)",
-                         n, (long long)L);
-    double *share = malloc(sizeof(double) * (size_t)n);
     double *layer = malloc(sizeof(double) * (size_t)L);
     int64_t *count = calloc((size_t)n, sizeof(int64_t));
     m->parts = calloc((size_t)n, sizeof(clf_lm_part));
     clf_status st = CLF_SUCCESS;
-    if (!share || !layer || !count || !m->parts) {
+    if (!layer || !count || !m->parts) {
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    double total = 0;
-    for (int i = 0; i < n; i++) {
-        share[i] = split ? split[i] : (double)ctxs[i]->info.global_mem_bytes;
-        if (!(share[i] > 0) || !isfinite(share[i])) {
-            st = clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                           "lm split: stage %d's share %g must be a positive number", i, share[i]);
-            goto done;
-        }
-        total += share[i];
-    }
-    /* Whole layers by largest remainder, then at least one per stage (taken from the largest). */
-    int64_t given = 0;
-    for (int i = 0; i < n; i++) {
-        count[i] = (int64_t)floor((double)L * share[i] / total);
-        given += count[i];
-    }
-    while (given < L) {
-        int best = 0;
-        double rem = -1;
-        for (int i = 0; i < n; i++) {
-            const double r = (double)L * share[i] / total - (double)count[i];
-            if (r > rem + 1e-12) rem = r, best = i;
-        }
-        count[best]++;
-        given++;
-    }
-    for (int i = 0; i < n; i++)
-        while (count[i] < 1) {
-            int big = 0;
-            for (int j = 1; j < n; j++)
-                if (count[j] > count[big]) big = j;
-            count[big]--;
-            count[i]++;
-        }
+    CLF_CHECK(clf__split_layers(ctxs, n, split, L, count));
     double first = 0, last = 0;
     estimate(m, g, weight_dtype, layer, &first, &last);
     int64_t at = 0;
@@ -136,7 +141,7 @@ clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const 
         const double have = (double)ctxs[i]->info.global_mem_bytes;
         if (bytes > have) {
             st = clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
-                           "lm split: stage %d on '%s' needs %.1f MiB for layers %lld .. %lld%s "
+                           "split: stage %d on '%s' needs %.1f MiB for layers %lld .. %lld%s "
                            "and the device has %.1f MiB of global memory",
                            i, ctxs[i]->info.name, bytes / 1048576.0, (long long)m->parts[i].first,
                            (long long)m->parts[i].end - 1,
@@ -144,12 +149,12 @@ clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const 
                            : i == n - 1 ? " and the head"
                                         : "",
                            have / 1048576.0);
-            goto done;
+            goto fail;
         }
     }
     m->n_parts = n;
 done:
-    free(share);
+fail:
     free(layer);
     free(count);
     if (st != CLF_SUCCESS) {
@@ -159,37 +164,28 @@ done:
     return st;
 }
 
-static int64_t tbytes(const clf_tensor *t) {
-    return t ? (int64_t)clf_tensor_bytes(t) : 0;
-}
-
-static int64_t lin_bytes(const clf_lin *l) {
-    int64_t b = tbytes(l->w) + tbytes(l->b);
-    for (int i = 0; i < l->n_more; i++)
-        b += tbytes(l->more[i].w) + tbytes(l->more[i].b);
-    return b;
-}
-
-clf_status clf_lm_stages(const clf_lm *m, clf_lm_stage *out, int64_t cap, int64_t *count) {
+clf_status clf_lm_stages(const clf_lm *m, clf_stage *out, int64_t cap, int64_t *count) {
     if (!m || !count || cap < 0 || (cap > 0 && !out)) return CLF_ERROR_INVALID_ARGUMENT;
     for (int p = 0; p < m->n_parts && p < cap; p++) {
         const clf_lm_part *pt = &m->parts[p];
-        clf_lm_stage *s = &out[p];
+        clf_stage *s = &out[p];
         s->context = pt->ctx;
         s->first_layer = pt->first;
         s->layers = pt->end - pt->first;
         s->embedding = p == 0;
         s->head = p == m->n_parts - 1;
-        int64_t b = tbytes(pt->freq);
+        int64_t b = clf__tensor_bytes0(pt->freq);
         for (int64_t i = pt->first; i < pt->end; i++) {
             const clf_lm_layer *l = &m->layers[i];
-            b += tbytes(l->n1.g) + tbytes(l->n1.b) + tbytes(l->n2.g) + tbytes(l->n2.b);
-            b += lin_bytes(&l->qkv) + lin_bytes(&l->o) + lin_bytes(&l->up) + lin_bytes(&l->down);
+            b += clf__tensor_bytes0(l->n1.g) + clf__tensor_bytes0(l->n1.b) +
+                 clf__tensor_bytes0(l->n2.g) + clf__tensor_bytes0(l->n2.b);
+            b += clf__lin_bytes(&l->qkv) + clf__lin_bytes(&l->o) + clf__lin_bytes(&l->up) +
+                 clf__lin_bytes(&l->down);
         }
-        if (s->embedding) b += tbytes(m->tok) + tbytes(m->pos);
+        if (s->embedding) b += clf__tensor_bytes0(m->tok) + clf__tensor_bytes0(m->pos);
         if (s->head)
-            b += tbytes(m->final.g) + tbytes(m->final.b) +
-                 (m->head_shared ? 0 : lin_bytes(&m->head));
+            b += clf__tensor_bytes0(m->final.g) + clf__tensor_bytes0(m->final.b) +
+                 (m->head_shared ? 0 : clf__lin_bytes(&m->head));
         s->weight_bytes = b;
     }
     *count = m->n_parts;

@@ -97,9 +97,32 @@ struct clf_encoder {
     clf_transformer_params cfg;
     const clf_arch_def *arch;
     clf_embed_w emb;
-    clf_enc_layer *layers;  /* [num_layers] */
+    clf_enc_layer *layers;  /* [num_layers], those of first .. end - 1 loaded */
     clf_encoder_state *own; /* the state the encoder's own calls use (clf_encoder_forward) */
+    /* A pipeline stage (clf_sentence_model_load_split): layers first .. end - 1, and the
+     * embedding when embeds; a whole encoder is 0 .. num_layers with it. */
+    int64_t first, end;
+    int embeds;
 };
+
+/* One stage of an encoder: layers first .. end - 1 of the checkpoint, its embedding when embeds. */
+clf_status clf__encoder_load_part(clf_context *ctx, const clf_safetensors *st, const char *prefix,
+                                  const clf_transformer_params *cfg, int64_t first, int64_t end,
+                                  int embeds, clf_encoder **out);
+/* A stage's forward on its own state: x (B, N, d) in place (a stage that embeds writes it from
+ * ids first). valid_lens (B) on the stage's context. */
+clf_status clf__encoder_part_forward(clf_encoder *enc, const clf_tensor *ids,
+                                     const clf_tensor *valid_lens, clf_tensor *x);
+
+/* Device bytes of the weights an encoder (stage) holds. */
+int64_t clf__encoder_weight_bytes(const clf_encoder *enc);
+/* Layers per stage of a split over n contexts (lm_split.c): shares from split, else each
+ * device's global memory; whole layers by largest remainder, at least one each. Refuses n over
+ * layers and shares that are not positive finite numbers (on ctxs[0]). */
+clf_status clf__split_layers(clf_context *const *ctxs, int n, const double *split, int64_t layers,
+                             int64_t *count);
+/* Bytes of a rows x cols matrix kept as dtype (rows padded to whole blocks). */
+double clf__matrix_bytes(clf_dtype dtype, int64_t rows, int64_t cols);
 
 struct clf_decoder {
     clf_context *ctx;

@@ -2,7 +2,8 @@
  * clformer-embed — sentence embeddings with a sentence-transformers BERT model on any OpenCL
  * device.
  *
- *   clformer-embed [--device SPEC] [--model DIR] [--similarity] [--tokens] "sentence" ...
+ *   clformer-embed [--device SPEC | --devices SPEC,SPEC[,...] [--split 3,1]] [--model DIR]
+ *                  [--similarity] [--tokens] "sentence" ...
  *   (no sentences: one per line from standard input)
  *
  * Prints one embedding per line (space-separated floats), or with --similarity the matrix of
@@ -11,6 +12,7 @@
  * tools/bench_python_binding.py holds the Python package's encode to).
  */
 #include "clformer/clformer.h"
+#include "../common/devices.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +29,8 @@ static void usage(FILE *f) {
             "  (no sentences: one per line from standard input)\n"
             "  --device SPEC   OpenCL device (gpu, cpu, an index, a name; default $CLF_DEVICE,\n"
             "                  else the first GPU, else the first CPU)\n"
+            "  --devices SPEC,SPEC,...  split the encoder by layers over these devices\n"
+            "  --split 3,1     the devices' shares of the layers (default: their memory)\n"
             "  --model DIR     sentence-transformers model folder (default $CLF_MODEL_DIR, else\n"
             "                  " DEFAULT_MODEL ")\n"
             "  --weights TYPE  the linear weights on the device: f32 (default), f16, bf16, q8_0,\n"
@@ -77,7 +81,8 @@ static int push(char ***texts, int64_t *n, int64_t *cap, const char *s) {
 }
 
 int main(int argc, char **argv) {
-    const char *spec = NULL, *model = getenv("CLF_MODEL_DIR");
+    const char *model = getenv("CLF_MODEL_DIR");
+    cli_devices dev = {0};
     int similarity = 0, tokens = 0;
     long stats = 0, batch = 32;
     clf_load_params lp = clf_load_default_params();
@@ -87,9 +92,13 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         if ((strcmp(a, "--device") == 0 || strcmp(a, "--model") == 0) && i + 1 < argc) {
             if (a[2] == 'd')
-                spec = argv[++i];
+                dev.device = argv[++i];
             else
                 model = argv[++i];
+        } else if (strcmp(a, "--devices") == 0 && i + 1 < argc) {
+            dev.devices = argv[++i];
+        } else if (strcmp(a, "--split") == 0 && i + 1 < argc) {
+            dev.split = argv[++i];
         } else if (strcmp(a, "--weights") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             if (clf_dtype_from_name(v, &lp.weight_dtype) != CLF_SUCCESS) {
@@ -152,19 +161,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-embed: no sentences\n");
         return 2;
     }
-    clf_error msg = {""};
-    clf_context_params params = clf_context_default_params();
-    params.device_spec = spec;
-    params.error = &msg;
     clf_context *ctx = NULL;
     clf_sentence_model *m = NULL;
     int rc = 1;
     float *emb = NULL;
-    if (clf_context_create(&ctx, &params) != CLF_SUCCESS) {
-        fprintf(stderr, "clformer-embed: %s\n", msg.message);
-        goto done;
-    }
-    if (clf_sentence_model_load_with(ctx, model, &lp, &m) != CLF_SUCCESS) {
+    if ((rc = cli_devices_open(&dev, "clformer-embed")) != 0) goto done;
+    rc = 1;
+    ctx = dev.ctx[0];
+    if (clf_sentence_model_load_split(dev.ctx, dev.n, cli_devices_shares(&dev), model, &lp, &m) !=
+        CLF_SUCCESS) {
         fprintf(stderr, "clformer-embed: %s\n", clf_context_last_error(ctx));
         goto done;
     }
@@ -231,7 +236,7 @@ int main(int argc, char **argv) {
 done:
     free(emb);
     clf_sentence_model_free(m);
-    clf_context_free(ctx);
+    cli_devices_close(&dev);
     for (int64_t i = 0; i < n; i++)
         free(texts[i]);
     free(texts);

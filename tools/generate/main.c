@@ -55,7 +55,7 @@ static void print_weights(const clf_lm *m) {
 
 /* --stats with --devices: each stage's device, layers and weight memory. */
 static void print_stages(const clf_lm *m) {
-    clf_lm_stage st[CLI_MAX_STAGES];
+    clf_stage st[CLI_MAX_STAGES];
     int64_t n = 0;
     if (clf_lm_stages(m, st, CLI_MAX_STAGES, &n) != CLF_SUCCESS) return;
     for (int64_t i = 0; i < n && i < CLI_MAX_STAGES; i++) {
