@@ -8,7 +8,8 @@
  * name, as POCL_DEVICES="pthread pthread" makes), else a second context on the first's device.
  * Stages alternate between the two. Also: bad splits refused before any weight moves (more stages
  * than layers, shares, a device without memory for its stage), and a failure on the second stage
- * reported on the first context naming that stage, the state unchanged.
+ * reported on the first context naming that stage, the state unchanged. And stage models
+ * (clf_lm_load_stage, one per MPI rank) chained through host buffers equal the whole model.
  */
 #include "harness.h"
 #include "../src/internal.h"
@@ -331,14 +332,107 @@ static void test_second_stage_fails(void **state) {
     clf_lm_free(two);
 }
 
+/* Stage models (clf_lm_load_stage) chained by hand through host buffers, as a driver over MPI
+ * chains them: layers 0-1 (embedding), 2-3, 4 (head) of the five-layer file on alternating
+ * contexts give the whole model's logits for a prefill and 4 decode steps of two sequences. */
+static void test_stage_models(void **state) {
+    (void)state;
+    char path[640];
+    path_of("llama_deep_q4_0.gguf", path, sizeof(path));
+    clf_lm *whole = NULL, *st[3] = {NULL, NULL, NULL};
+    CLF_OK(clf_lm_load(g_ctx, path, &whole));
+    const int64_t range[4] = {0, 2, 4, 5};
+    clf_context *ctxs[3] = {g_ctx, g_ctx2, g_ctx};
+    for (int i = 0; i < 3; i++)
+        CLF_OK(clf_lm_load_stage(ctxs[i], path, NULL, range[i], range[i + 1], &st[i]));
+    clf_lm_info in;
+    CLF_OK(clf_lm_get_info(st[1], &in));
+    assert_int_equal(in.layers, 5);
+    clf_stage info[2];
+    int64_t count = 0;
+    CLF_OK(clf_lm_stages(st[1], info, 2, &count));
+    assert_int_equal(count, 1);
+    assert_int_equal(info[0].first_layer, 2);
+    assert_int_equal(info[0].layers, 2);
+    assert_false(info[0].embedding || info[0].head);
+    CLF_OK(clf_lm_stages(st[2], info, 2, &count));
+    assert_true(info[0].head && !info[0].embedding);
+    const int64_t B = 2, V = in.vocab_size, d = in.hidden_size;
+    clf_lm_state *ws = NULL, *ss[3];
+    CLF_OK(clf_lm_state_create(whole, B, 16, &ws));
+    for (int i = 0; i < 3; i++)
+        CLF_OK(clf_lm_state_create(st[i], B, 16, &ss[i]));
+    int32_t ids[2 * 6] = {3, 9, 27, 81, 243 % 256, 5, 7, 11, 13, 17, 19, 23};
+    const int64_t n_new[2] = {6, 4}; /* the second sequence's prompt is shorter */
+    float *h1 = malloc(sizeof(float) * (size_t)(B * 6 * d)),
+          *h2 = malloc(sizeof(float) * (size_t)(B * 6 * d));
+    float *a = malloc(sizeof(float) * (size_t)(B * V)),
+          *b = malloc(sizeof(float) * (size_t)(B * V));
+    const int64_t ls[2] = {B, V};
+    clf_tensor *lw = NULL, *ls2 = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 2, ls, &lw));
+    CLF_OK(clf_tensor_create(ctxs[2], CLF_F32, 2, ls, &ls2));
+    for (int t = 0; t < 5; t++) {
+        const int64_t T = t ? 1 : 6;
+        const int64_t *nn = t ? NULL : n_new;
+        clf_tensor *x = ids_tensor(B, T, ids);
+        CLF_OK(clf_lm_state_step(ws, x, nn, lw));
+        CLF_OK(clf_tensor_fill(ls2, NAN));
+        CLF_OK(clf_lm_state_step_stage(ss[0], x, NULL, T, nn, h1, NULL));
+        CLF_OK(clf_lm_state_step_stage(ss[1], NULL, h1, T, nn, h2, NULL));
+        CLF_OK(clf_lm_state_step_stage(ss[2], NULL, h2, T, nn, NULL, ls2));
+        CLF_OK(clf_tensor_read(lw, a, clf_tensor_bytes(lw)));
+        CLF_OK(clf_tensor_read(ls2, b, clf_tensor_bytes(ls2)));
+        for (int64_t i = 0; i < B * V; i++)
+            if (!(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(a[i]))))
+                fail_msg("step %d logit %lld: stages %g, whole model %g", t, (long long)i, b[i],
+                         a[i]);
+        for (int i = 0; i < 2; i++) /* the next ids: each sequence's argmax */
+            for (int64_t v = 0, best = 0; v < V; v++) {
+                if (a[i * V + v] > a[i * V + best]) best = v;
+                ids[i] = (int32_t)best;
+            }
+        clf_tensor_free(x);
+    }
+    assert_int_equal(clf_lm_state_length(ss[1], 0), 10);
+    assert_int_equal(clf_lm_state_length(ss[1], 1), 8);
+    /* misuse: a partial stage in clf_lm_state_step, missing buffers, bad ranges */
+    clf_tensor *x = ids_tensor(B, 1, ids);
+    assert_int_equal(clf_lm_state_step(ss[1], x, NULL, lw), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(ctxs[1]), "clf_lm_state_step_stage"));
+    assert_int_equal(clf_lm_state_step_stage(ss[1], NULL, NULL, 1, NULL, h2, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_step_stage(ss[0], x, NULL, 1, NULL, NULL, NULL),
+                     CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_length(ss[1], 0), 10);
+    clf_lm *bad = (clf_lm *)0x1;
+    assert_int_equal(clf_lm_load_stage(g_ctx, path, NULL, 3, 3, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(bad);
+    assert_int_equal(clf_lm_load_stage(g_ctx, path, NULL, 4, 6, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "of a model of 5 layers"));
+    assert_int_equal(clf_lm_load_stage(g_ctx, path, NULL, -1, 2, &bad), CLF_ERROR_INVALID_ARGUMENT);
+    clf_tensor_free(x);
+    clf_tensor_free(lw);
+    clf_tensor_free(ls2);
+    free(h1);
+    free(h2);
+    free(a);
+    free(b);
+    clf_lm_state_free(ws);
+    for (int i = 0; i < 3; i++) {
+        clf_lm_state_free(ss[i]);
+        clf_lm_free(st[i]);
+    }
+    clf_lm_free(whole);
+}
+
 int main(void) {
     harness_after_setup = open_second;
     harness_before_teardown = close_second;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_equals_one),
-        cmocka_unit_test(test_deeper_splits),
-        cmocka_unit_test(test_bad_splits),
-        cmocka_unit_test(test_second_stage_fails),
+        cmocka_unit_test(test_split_equals_one), cmocka_unit_test(test_deeper_splits),
+        cmocka_unit_test(test_bad_splits),       cmocka_unit_test(test_second_stage_fails),
+        cmocka_unit_test(test_stage_models),
     };
     return HARNESS_RUN("lm_split", tests);
 }

@@ -251,6 +251,16 @@ CLF_API clf_status clf_lm_load_with(clf_context *ctx, const char *dir,
  * the stage where it failed on another. n = 1 is clf_lm_load_with. */
 CLF_API clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split,
                                      const char *dir, const clf_load_params *params, clf_lm **out);
+/* One pipeline stage of the model at dir on ctx, for a driver that carries the residual stream
+ * between stages itself (clformer-generate under MPI: one stage per rank): layers first .. end - 1
+ * (0 <= first < end <= layers), with the token embedding when first is 0 and the final norm and
+ * head when end is the model's layer count. Only those tensors are read from the files (they are
+ * memory-mapped: the rest is never touched). clf_lm_get_info describes the whole model; its
+ * states step with clf_lm_state_step_stage (clf_lm_state_step too when the stage is the whole
+ * model). */
+CLF_API clf_status clf_lm_load_stage(clf_context *ctx, const char *dir,
+                                     const clf_load_params *params, int64_t first, int64_t end,
+                                     clf_lm **out);
 /* One stage of a model split by layers (clf_lm_load_split, clf_sentence_model_load_split; a
  * model on one context has one). */
 typedef struct clf_stage {
@@ -304,6 +314,13 @@ CLF_API int64_t clf_lm_state_length(const clf_lm_state *s, int64_t b);
  * computed from padding). Fails, changing nothing, if a sequence would pass max_len. */
 CLF_API clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
                                      clf_tensor *logits);
+/* A step of a stage model's state (clf_lm_load_stage), T positions with n_new as above. In: ids
+ * (B, T) I32 on the device when the stage embeds, else hidden_in (B, T, d) host floats, the
+ * stream the stage before gave out. Out: logits as above when the stage has the head, else
+ * hidden_out (B, T, d) host floats for the next stage. The arguments not used may be NULL. */
+CLF_API clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids,
+                                           const float *hidden_in, int64_t T, const int64_t *n_new,
+                                           float *hidden_out, clf_tensor *logits);
 
 /* Called with each new token of sequence seq (0 .. n-1); return nonzero to stop generating. */
 typedef int (*clf_token_fn)(void *user, int64_t seq, int32_t token);

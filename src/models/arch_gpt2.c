@@ -114,12 +114,16 @@ static clf_status gpt2_load(clf_loader *L, clf_lm *m) {
         probe = clf_safetensors_find(L->shards[i], "transformer.wte.weight");
     L->prefix = probe ? "transformer." : "";
     L->ctx = m->parts[0].ctx;
-    CLF_TRY(clf__load(L, "wte.weight", V, d, &m->tok));
-    CLF_TRY(clf__load(L, "wpe.weight", in->max_positions, d, &m->pos));
+    if (m->embeds) {
+        CLF_TRY(clf__load(L, "wte.weight", V, d, &m->tok));
+        CLF_TRY(clf__load(L, "wpe.weight", in->max_positions, d, &m->pos));
+    }
     L->ctx = m->parts[m->n_parts - 1].ctx;
-    CLF_TRY(load_ln(L, "ln_f", d, &m->final));
-    CLF_TRY(clf__lm_tied_head(L, m, "wte"));
-    for (L->layer = 0; L->layer < in->layers; L->layer++) {
+    if (m->heads) {
+        CLF_TRY(load_ln(L, "ln_f", d, &m->final));
+        CLF_TRY(clf__lm_tied_head(L, m, "wte"));
+    }
+    for (L->layer = clf__lm_first(m); L->layer < clf__lm_end(m); L->layer++) {
         clf_lm_layer *l = &m->layers[L->layer];
         L->ctx = clf__lm_layer_ctx(m, L->layer);
         CLF_TRY(load_ln(L, "h.{i}.ln_1", d, &l->n1));

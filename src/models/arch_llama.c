@@ -140,13 +140,15 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
     const int64_t d = in->hidden_size, q = in->heads * in->head_dim,
                   kv = in->kv_heads * in->head_dim, F = in->ffn_size;
     L->ctx = m->parts[0].ctx;
-    CLF_TRY(clf__load(L, "model.embed_tokens.weight", in->vocab_size, d, &m->tok));
+    if (m->embeds) CLF_TRY(clf__load(L, "model.embed_tokens.weight", in->vocab_size, d, &m->tok));
     L->ctx = m->parts[m->n_parts - 1].ctx;
-    CLF_TRY(clf__load(L, "model.norm.weight", d, 0, &m->final.g));
-    if (m->cfg.tied)
-        CLF_TRY(clf__lm_tied_head(L, m, "model.embed_tokens"));
-    else
-        CLF_TRY(clf__load_lin(L, "lm_head", in->vocab_size, d, 0, &m->head));
+    if (m->heads) {
+        CLF_TRY(clf__load(L, "model.norm.weight", d, 0, &m->final.g));
+        if (m->cfg.tied)
+            CLF_TRY(clf__lm_tied_head(L, m, "model.embed_tokens"));
+        else
+            CLF_TRY(clf__load_lin(L, "lm_head", in->vocab_size, d, 0, &m->head));
+    }
     const int64_t h = in->head_dim / 2;
     for (int p = 0; p < m->n_parts; p++) {
         CLF_TRY(clf_tensor_create(m->parts[p].ctx, CLF_F32, 1, &h, &m->parts[p].freq));
@@ -154,7 +156,7 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
     }
     const char *qkv[3] = {k_q, k_k, k_v}, *gu[2] = {k_gate, k_up};
     const int64_t qkv_rows[3] = {q, kv, kv}, gu_rows[2] = {F, F};
-    for (L->layer = 0; L->layer < in->layers; L->layer++) {
+    for (L->layer = clf__lm_first(m); L->layer < clf__lm_end(m); L->layer++) {
         clf_lm_layer *l = &m->layers[L->layer];
         L->ctx = clf__lm_layer_ctx(m, L->layer);
         CLF_TRY(clf__load(L, k_n1, d, 0, &l->n1.g));

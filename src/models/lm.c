@@ -48,8 +48,8 @@ static int64_t numel_or0(const clf_tensor *t) {
 }
 
 clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem) {
-    const clf_dtype t = m->tok->dtype;
-    if (m->tok->ctx == L->ctx && (t != CLF_F32 || L->weight_dtype == CLF_F32) &&
+    const clf_dtype t = m->tok ? m->tok->dtype : CLF_F32;
+    if (m->tok && m->tok->ctx == L->ctx && (t != CLF_F32 || L->weight_dtype == CLF_F32) &&
         !clf__linear_packs(L->ctx, t)) {
         m->head.w = m->tok;
         m->head_shared = 1;
@@ -65,12 +65,13 @@ static int64_t count_params(const clf_lm *m) {
     const int64_t d = in->hidden_size, q = in->heads * in->head_dim,
                   kv = in->kv_heads * in->head_dim, F = in->ffn_size;
     int64_t per = (q + 2 * kv) * d + q * d + m->cfg.arch->ffn_matrices * F * d; /* projections */
-    per += numel_or0(m->layers[0].qkv.b) + numel_or0(m->layers[0].o.b) +
-           numel_or0(m->layers[0].up.b) + numel_or0(m->layers[0].down.b);
-    per += numel_or0(m->layers[0].n1.g) + numel_or0(m->layers[0].n1.b) +
-           numel_or0(m->layers[0].n2.g) + numel_or0(m->layers[0].n2.b);
-    return per * in->layers + numel_or0(m->tok) + numel_or0(m->pos) + numel_or0(m->final.g) +
-           numel_or0(m->final.b) + (m->cfg.tied ? 0 : in->vocab_size * d);
+    const clf_lm_layer *l = &m->layers[clf__lm_first(m)];
+    per += numel_or0(l->qkv.b) + numel_or0(l->o.b) + numel_or0(l->up.b) + numel_or0(l->down.b);
+    per += numel_or0(l->n1.g) + numel_or0(l->n1.b) + numel_or0(l->n2.g) + numel_or0(l->n2.b);
+    /* a stage model counts what it holds */
+    return per * (clf__lm_end(m) - clf__lm_first(m)) + numel_or0(m->tok) + numel_or0(m->pos) +
+           numel_or0(m->final.g) + numel_or0(m->final.b) +
+           (m->cfg.tied || !m->heads ? 0 : in->vocab_size * d);
 }
 
 /* The types a model may be kept in: weights converted at load (clf__load_weight_type), caches
@@ -87,18 +88,28 @@ static clf_status check_dtypes(clf_context *ctx, clf_dtype weights, clf_dtype ca
     return CLF_SUCCESS;
 }
 
+int64_t clf__lm_first(const clf_lm *m) {
+    return m->parts[0].first;
+}
+int64_t clf__lm_end(const clf_lm *m) {
+    return m->parts[m->n_parts - 1].end;
+}
+
 clf_context *clf__lm_layer_ctx(const clf_lm *m, int64_t layer) {
     for (int p = 0; p < m->n_parts; p++)
         if (layer < m->parts[p].end) return m->parts[p].ctx;
     return m->parts[m->n_parts - 1].ctx;
 }
 
-/* A model on one context: one stage of every layer. */
-static clf_status one_part(clf_context *ctx, clf_lm *m) {
+/* A model on one context: one stage of layers first .. end - 1 (every layer but in a stage
+ * model). */
+static clf_status one_part(clf_context *ctx, clf_lm *m, int64_t first, int64_t end) {
     m->parts = calloc(1, sizeof(clf_lm_part));
     if (!m->parts) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->n_parts = 1;
-    m->parts[0] = (clf_lm_part){ctx, 0, m->cfg.info.layers, NULL};
+    m->parts[0] = (clf_lm_part){ctx, first, end, NULL};
+    m->embeds = first == 0;
+    m->heads = end == m->cfg.info.layers;
     return CLF_SUCCESS;
 }
 
@@ -111,8 +122,30 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
     return clf_lm_load_split(&ctx, 1, NULL, dir, params, out);
 }
 
+static clf_status load(clf_context *const *ctxs, int n, const double *split, int64_t first,
+                       int64_t end, const char *dir, const clf_load_params *params, clf_lm **out);
+
 clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split, const char *dir,
                              const clf_load_params *params, clf_lm **out) {
+    return load(ctxs, n, split, 0, -1, dir, params, out);
+}
+
+clf_status clf_lm_load_stage(clf_context *ctx, const char *path, const clf_load_params *params,
+                             int64_t first, int64_t end, clf_lm **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (first < 0 || end <= first) {
+        clf__clear_error(ctx);
+        if (out) *out = NULL;
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm stage: layers %lld .. %lld must be a range of at least one layer",
+                         (long long)first, (long long)end - 1);
+    }
+    return load(&ctx, 1, NULL, first, end, path, params, out);
+}
+
+/* A model on ctxs (split n ways), or a stage of it (n 1: layers first .. end - 1; end -1: all). */
+static clf_status load(clf_context *const *ctxs, int n, const double *split, int64_t first,
+                       int64_t end, const char *dir, const clf_load_params *params, clf_lm **out) {
     if (!ctxs || n < 1 || !ctxs[0]) return CLF_ERROR_INVALID_ARGUMENT;
     clf_context *ctx = ctxs[0];
     clf__clear_error(ctx);
@@ -155,8 +188,14 @@ clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *spli
     }
     if (!g) CLF_CHECK(clf__lm_open_files(ctx, dir, &files));
     /* The stages, checked against each device's memory before any weight moves. */
+    if (end > m->cfg.info.layers) {
+        st = clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                       "lm stage: layers %lld .. %lld of a model of %lld layers", (long long)first,
+                       (long long)end - 1, (long long)m->cfg.info.layers);
+        goto fail;
+    }
     if (n == 1)
-        CLF_CHECK(one_part(ctx, m));
+        CLF_CHECK(one_part(ctx, m, first, end < 0 ? m->cfg.info.layers : end));
     else
         CLF_CHECK(clf__lm_plan_split(m, ctxs, n, split, g, p.weight_dtype));
     clf_loader L = {.ctx = ctx,
@@ -175,7 +214,8 @@ clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *spli
     }
     m->cfg.info.parameters = count_params(m);
     /* A GGUF file's types are its own (they may differ by tensor): the first Q projection's. */
-    if (g && m->layers[0].qkv.w) m->cfg.info.weight_dtype = m->layers[0].qkv.w->dtype;
+    const clf_lm_layer *l0 = &m->layers[clf__lm_first(m)];
+    if (g && l0->qkv.w) m->cfg.info.weight_dtype = l0->qkv.w->dtype;
     clf__lm_files_free(&files);
     clf_gguf_free(g);
     *out = m;
@@ -234,7 +274,7 @@ clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint
     m->cfg.info = in;
     m->cfg.arch = clf__lm_arch_find(in.arch, strlen(in.arch), 0);
     m->cfg.norm_eps = 1e-5f;
-    clf_status st = one_part(ctx, m);
+    clf_status st = one_part(ctx, m, 0, in.layers);
     if (st != CLF_SUCCESS) goto fail;
     const int64_t d = in.hidden_size, q = in.heads * in.head_dim, kv = in.kv_heads * in.head_dim,
                   F = in.ffn_size, half = in.head_dim / 2;

@@ -103,6 +103,10 @@ struct clf_lm {
     clf_tensor *pos; /* GPT-2: (max_positions, d) learned positions; else NULL */
     clf_lm_part *parts;
     int n_parts;
+    /* A stage model (clf_lm_load_stage) holds layers parts[0].first .. parts[n_parts - 1].end - 1
+     * only; embeds: it holds the token embedding (its first layer is 0), heads: the final norm and
+     * the head (its last layer is the model's). A whole model has both. */
+    int embeds, heads;
     clf_lm_layer *layers;
     clf_norm final; /* the last norm */
     clf_lin head;   /* (V, d); tied: tok itself where the linear kernels read tok as it is
@@ -163,6 +167,9 @@ const char *clf__lm_arch_list(int gguf, char *buf, size_t size);
  * quantized types everywhere), else stem's weight loaded again as a linear layer. */
 clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem);
 
+/* The layers m holds: first .. end - 1 (all of them but in a stage model). */
+int64_t clf__lm_first(const clf_lm *m);
+int64_t clf__lm_end(const clf_lm *m);
 /* The context of layer i's stage. */
 clf_context *clf__lm_layer_ctx(const clf_lm *m, int64_t layer);
 /* Sets m->parts for a split over n contexts (lm_split.c): shares from split (or each device's

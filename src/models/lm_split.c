@@ -153,6 +153,7 @@ clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const 
         }
     }
     m->n_parts = n;
+    m->embeds = m->heads = 1;
 done:
 fail:
     free(layer);
@@ -172,8 +173,8 @@ clf_status clf_lm_stages(const clf_lm *m, clf_stage *out, int64_t cap, int64_t *
         s->context = pt->ctx;
         s->first_layer = pt->first;
         s->layers = pt->end - pt->first;
-        s->embedding = p == 0;
-        s->head = p == m->n_parts - 1;
+        s->embedding = p == 0 && m->embeds;
+        s->head = p == m->n_parts - 1 && m->heads;
         int64_t b = clf__tensor_bytes0(pt->freq);
         for (int64_t i = pt->first; i < pt->end; i++) {
             const clf_lm_layer *l = &m->layers[i];

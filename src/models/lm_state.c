@@ -234,6 +234,24 @@ clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, con
     return clf_attention(ctx, &ws->qkv, kv, kv, &ws->att, &ap);
 }
 
+/* Checks a step's counts of new tokens (T positions) against the state. */
+static clf_status check_counts(clf_lm_state *s, int64_t T, const int64_t *n_new) {
+    clf_context *ctx = s->m->ctx;
+    for (int64_t i = 0; i < s->batch; i++) {
+        const int64_t n = n_new ? n_new[i] : T;
+        if (n < 0 || n > T)
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "lm step: n_new[%lld] = %lld must be in 0 .. %lld", (long long)i,
+                             (long long)n, (long long)T);
+        if (s->lengths[i] + n > s->max_len)
+            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
+                             "lm step: sequence %lld would hold %lld tokens, over the state's "
+                             "max_len %lld",
+                             (long long)i, (long long)(s->lengths[i] + n), (long long)s->max_len);
+    }
+    return CLF_SUCCESS;
+}
+
 /* Checks a step's arguments against the state; *all_t: logits hold every position. */
 static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
                              const clf_tensor *logits, int *all_t) {
@@ -276,19 +294,7 @@ static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64
                          clf__shape_str(logits, a, sizeof(a)), (long long)B, (long long)T,
                          (long long)V, (long long)B, (long long)V,
                          clf__shape_str(ids, b, sizeof(b)));
-    for (int64_t i = 0; i < B; i++) {
-        const int64_t n = n_new ? n_new[i] : T;
-        if (n < 0 || n > T)
-            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                             "lm step: n_new[%lld] = %lld must be in 0 .. %lld", (long long)i,
-                             (long long)n, (long long)T);
-        if (s->lengths[i] + n > s->max_len)
-            return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT,
-                             "lm step: sequence %lld would hold %lld tokens, over the state's "
-                             "max_len %lld",
-                             (long long)i, (long long)(s->lengths[i] + n), (long long)s->max_len);
-    }
-    return CLF_SUCCESS;
+    return check_counts(s, T, n_new);
 }
 
 /* A tensor like t on ctx: t itself when it is there, else *copy (made or remade to t's shape). */
@@ -343,16 +349,14 @@ static clf_status stage_staging(clf_lm_state *s, int p, clf_lm_ws *ws) {
     return st;
 }
 
-clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
-                             clf_tensor *logits) {
-    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+/* A checked step of T positions: the stream from ids (a model that embeds) or h_in (B, T, d)
+ * host floats, through the stages, to logits (a model with the head; all_t: every position) or
+ * h_out (B, T, d) host floats. */
+static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const float *h_in,
+                       const int64_t *n_new, float *h_out, clf_tensor *logits, int all_t) {
     const clf_lm *m = s->m;
     clf_context *ctx = m->ctx;
-    for (int p = 0; p < m->n_parts; p++)
-        clf__clear_error(m->parts[p].ctx);
-    int all_t = 0;
-    CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
-    const int64_t B = s->batch, T = ids->shape[1], d = m->cfg.info.hidden_size;
+    const int64_t B = s->batch, d = m->cfg.info.hidden_size;
     const int last = m->n_parts - 1;
     clf_context *out_ctx = m->parts[last].ctx;
     int64_t *nn = malloc(sizeof(int64_t) * (size_t)B);
@@ -361,15 +365,15 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
     clf_status st =
         nn ? wait_staged(s) : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLF_SUCCESS) st = ws_grow(s, T);
-    if (st == CLF_SUCCESS) st = on_context(ctx, ids, &s->ids_here, &ids_in);
-    if (st == CLF_SUCCESS && ids_in != ids) { /* ids from another context: through the host */
+    if (st == CLF_SUCCESS && ids) st = on_context(ctx, ids, &s->ids_here, &ids_in);
+    if (st == CLF_SUCCESS && ids && ids_in != ids) { /* ids from another context: the host */
         int32_t *h = malloc(ids->bytes);
         st = h ? clf_tensor_read(ids, h, ids->bytes)
                : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
         if (st == CLF_SUCCESS) st = clf_tensor_write(ids_in, h, ids->bytes);
         free(h);
     }
-    if (st == CLF_SUCCESS) st = on_context(out_ctx, logits, &s->logits_here, &lg);
+    if (st == CLF_SUCCESS && logits) st = on_context(out_ctx, logits, &s->logits_here, &lg);
     if (st != CLF_SUCCESS) goto done;
     /* Query t of sequence b sits at position length(b) + t and sees keys 0 .. length(b) + t;
      * padding rows (t >= n_new[b]) are clamped to the last real one, so they read only cached
@@ -393,7 +397,12 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
         /* Writes not waited for: the stage's first kernels queue behind them (a blocking write
          * each was a round trip to the device per step). */
         CLF_CHECK(stage_staging(s, p, &ws));
-        if (p == 0) st = arch->embed(pc, m, ids_in, &ws);
+        if (p == 0 && ids_in) {
+            st = arch->embed(pc, m, ids_in, &ws);
+        } else if (p == 0) { /* the stream from the stage before */
+            st = clf_tensor_write(&ws.h, h_in, ws.h.bytes);
+            ws.pending = 0;
+        }
         for (int64_t i = m->parts[p].first; i < m->parts[p].end && st == CLF_SUCCESS; i++)
             st = arch->block(pc, m, &m->layers[i], s->kv[i], s->lengths, nn, &ws);
         if (st == CLF_SUCCESS && p < last) st = carry_over(s, p, &ws);
@@ -402,8 +411,10 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
             goto fail;
         }
     }
-    /* The last stage: final norm and head. */
-    if (all_t) {
+    if (!m->heads) { /* a stage model without the head: its stream out */
+        if (ws.pending) st = clf_add(out_ctx, &ws.h, &ws.o, &ws.h);
+        if (st == CLF_SUCCESS) st = clf_tensor_read(&ws.h, h_out, ws.h.bytes);
+    } else if (all_t) { /* the last stage: final norm and head */
         st = arch->norm(out_ctx, m, &m->final, &ws, &ws.h, &ws.x);
         if (st == CLF_SUCCESS) st = clf__lin(out_ctx, &ws.x, &m->head, CLF_ACT_IDENTITY, lg);
     } else {
@@ -424,7 +435,7 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
         clf_tensor lx2 = clf__view(w->x, B, d, 0);
         if (st == CLF_SUCCESS) st = clf__lin(out_ctx, &lx2, &m->head, CLF_ACT_IDENTITY, lg);
     }
-    if (st == CLF_SUCCESS && lg != logits) { /* logits on another context: through the host */
+    if (st == CLF_SUCCESS && lg && lg != logits) { /* logits on another context: the host */
         float *h = malloc(lg->bytes);
         st = h ? clf_tensor_read(lg, h, lg->bytes)
                : clf__fail(out_ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -444,4 +455,71 @@ done:
 fail:
     free(nn);
     return st;
+}
+
+static void clear_errors(const clf_lm *m) {
+    for (int p = 0; p < m->n_parts; p++)
+        clf__clear_error(m->parts[p].ctx);
+}
+
+clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
+                             clf_tensor *logits) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    const clf_lm *m = s->m;
+    clear_errors(m);
+    if (!m->embeds || !m->heads)
+        return clf__fail(m->ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm step: the model is a stage (layers %lld .. %lld of %lld): step it "
+                         "with clf_lm_state_step_stage",
+                         (long long)clf__lm_first(m), (long long)clf__lm_end(m) - 1,
+                         (long long)m->cfg.info.layers);
+    int all_t = 0;
+    CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
+    return step(s, ids->shape[1], ids, NULL, n_new, NULL, logits, all_t);
+}
+
+clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const float *hidden_in,
+                                   int64_t T, const int64_t *n_new, float *hidden_out,
+                                   clf_tensor *logits) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    const clf_lm *m = s->m;
+    clf_context *ctx = m->ctx;
+    clear_errors(m);
+    int all_t = 0;
+    if (m->embeds && m->heads) {
+        CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
+        if (ids->shape[1] != T)
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "lm stage step: ids of %lld positions, T %lld",
+                             (long long)ids->shape[1], (long long)T);
+        return step(s, T, ids, NULL, n_new, NULL, logits, all_t);
+    }
+    if (T < 1) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm stage step: T must be >= 1");
+    if (m->embeds) {
+        CLF_TRY(clf__check_ids(ctx, ids, NULL));
+        if (ids->shape[0] != s->batch || ids->shape[1] != T)
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "lm stage step: ids must be (%lld, %lld)", (long long)s->batch,
+                             (long long)T);
+    } else if (!hidden_in) {
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm stage step: hidden_in is NULL (the stage does not embed)");
+    }
+    if (m->heads) {
+        CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
+        const int64_t V = m->cfg.info.vocab_size, B = s->batch;
+        all_t = logits->ndim == 3;
+        if (!((logits->ndim == 3 && logits->shape[0] == B && logits->shape[1] == T &&
+               logits->shape[2] == V) ||
+              (logits->ndim == 2 && logits->shape[0] == B && logits->shape[1] == V)))
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "lm stage step: logits must be (%lld, %lld, %lld) or (%lld, %lld)",
+                             (long long)B, (long long)T, (long long)V, (long long)B, (long long)V);
+    } else if (!hidden_out) {
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm stage step: hidden_out is NULL (the stage has no head)");
+    }
+    CLF_TRY(check_counts(s, T, n_new));
+    return step(s, T, m->embeds ? ids : NULL, hidden_in, n_new, hidden_out,
+                m->heads ? logits : NULL, all_t);
 }
