@@ -251,6 +251,9 @@ CLF_API clf_status clf_lm_load_with(clf_context *ctx, const char *dir,
  * the stage where it failed on another. n = 1 is clf_lm_load_with. */
 CLF_API clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split,
                                      const char *dir, const clf_load_params *params, clf_lm **out);
+/* The sizes and special ids of the model at dir (a folder's config.json or a GGUF file's
+ * metadata), nothing loaded: a driver's plan of stages. */
+CLF_API clf_status clf_lm_read_info(clf_context *ctx, const char *dir, clf_lm_info *out);
 /* One pipeline stage of the model at dir on ctx, for a driver that carries the residual stream
  * between stages itself (clformer-generate under MPI: one stage per rank): layers first .. end - 1
  * (0 <= first < end <= layers), with the token embedding when first is 0 and the final norm and

@@ -125,6 +125,42 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
 static clf_status load(clf_context *const *ctxs, int n, const double *split, int64_t first,
                        int64_t end, const char *dir, const clf_load_params *params, clf_lm **out);
 
+/* The configuration of the model at dir: a file is a GGUF model (*g stays open for the weights),
+ * a folder a Hugging Face one. */
+static clf_status read_config(clf_context *ctx, const char *dir, clf_lm_config *cfg, clf_gguf **g,
+                              int64_t *unpermute_dh) {
+    struct stat sb;
+    *g = NULL;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        clf_error err;
+        clf_status st = clf_gguf_open(dir, g, &err);
+        if (st != CLF_SUCCESS) return clf__fail(ctx, st, "%s", err.message);
+        st = clf__lm_read_gguf_config(ctx, *g, cfg, unpermute_dh);
+        if (st != CLF_SUCCESS) {
+            clf_gguf_free(*g);
+            *g = NULL;
+        }
+        return st;
+    }
+    return clf__lm_read_config(ctx, dir, cfg);
+}
+
+clf_status clf_lm_read_info(clf_context *ctx, const char *dir, clf_lm_info *out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    clf__clear_error(ctx);
+    if (!dir || !out)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm: dir and out must not be NULL");
+    clf_lm_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    clf_gguf *g = NULL;
+    int64_t unpermute_dh = 0;
+    CLF_TRY(read_config(ctx, dir, &cfg, &g, &unpermute_dh));
+    *out = cfg.info;
+    clf_gguf_free(g);
+    clf__lm_config_free(&cfg);
+    return CLF_SUCCESS;
+}
+
 clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split, const char *dir,
                              const clf_load_params *params, clf_lm **out) {
     return load(ctxs, n, split, 0, -1, dir, params, out);
@@ -160,19 +196,9 @@ static clf_status load(clf_context *const *ctxs, int n, const double *split, int
     clf_lm *m = calloc(1, sizeof(*m));
     if (!m) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
-    /* A file is a GGUF model; a folder a Hugging Face one. */
-    struct stat sb;
     clf_gguf *g = NULL;
     int64_t unpermute_dh = 0;
-    clf_status st;
-    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) {
-        clf_error err;
-        st = clf_gguf_open(dir, &g, &err);
-        if (st != CLF_SUCCESS) st = clf__fail(ctx, st, "%s", err.message);
-        if (st == CLF_SUCCESS) st = clf__lm_read_gguf_config(ctx, g, &m->cfg, &unpermute_dh);
-    } else {
-        st = clf__lm_read_config(ctx, dir, &m->cfg);
-    }
+    clf_status st = read_config(ctx, dir, &m->cfg, &g, &unpermute_dh);
     if (st != CLF_SUCCESS) {
         clf_gguf_free(g);
         free(m);

@@ -15,6 +15,11 @@
  */
 #include "clformer/clformer.h"
 #include "../common/devices.h"
+#include "pipeline_mpi.h"
+
+#ifdef CLF_MPI
+#include <mpi.h>
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +90,13 @@ static void usage(FILE *f) {
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
+            "  --batch N                generate for N copies of the prompt at once (default 1;\n"
+            "                           N > 1 prints one line per sequence at the end)\n"
+            "  under mpirun -np N (a build with -DCLF_MPI=ON): one pipeline stage per rank\n"
+            "  --micro-batches M        micro-batches in flight (default: one per rank)\n"
+            "  --timeout S              seconds a rank waits for another before it stops the\n"
+            "                           job (default 300)\n"
+            "  (--split gives the ranks' shares; --devices SPEC,... rank r's device)\n"
             "  --weights TYPE           the linear weights on the device: f32 (default), f16,\n"
             "                           bf16, q8_0, q4_0, q4_k or q6_k (quantized at load as\n"
             "                           clf_quantize does; math in fp32; a GGUF file's F32\n"
@@ -174,13 +186,67 @@ static double num_arg(const char *opt, const char *v, int *bad) {
     return x;
 }
 
+/* N > 1 sequences: each on its own line at the end, ids or text. */
+static int print_sequences(clf_bpe *tok, const int32_t *out, const int64_t *counts, int64_t n,
+                           int64_t max_new, int print_ids) {
+    for (int64_t b = 0; b < n; b++) {
+        clf_bpe_stream *st = NULL;
+        if (!print_ids && clf_bpe_stream_create(tok, 1, &st) != CLF_SUCCESS) return 1;
+        for (int64_t i = 0; i < counts[b]; i++) {
+            if (print_ids) {
+                printf("%s%d", i ? " " : "", out[b * max_new + i]);
+                continue;
+            }
+            char piece[1024];
+            size_t len;
+            if (clf_bpe_stream_next(st, out[b * max_new + i], piece, sizeof(piece), &len) !=
+                CLF_SUCCESS) {
+                clf_bpe_stream_free(st);
+                return 1;
+            }
+            fwrite(piece, 1, len, stdout);
+        }
+        clf_bpe_stream_free(st);
+        printf("\n");
+    }
+    return 0;
+}
+
+static int run_main(int argc, char **argv, int rank, int world);
+
 int main(int argc, char **argv) {
+    int rank = 0, world = 1;
+#ifdef CLF_MPI
+    /* MPI only under a launcher (mpirun, srun: their environment): run alone, the tool needs no
+     * MPI runtime (a singleton MPI_Init would start Open MPI's daemon). */
+    const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+                         getenv("PMI_SIZE") || getenv("PMI_RANK");
+    if (launched) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    }
+#endif
+    const int rc = run_main(argc, argv, rank, world);
+#ifdef CLF_MPI
+    if (launched) {
+        if (world > 1 && rc != 0) MPI_Abort(MPI_COMM_WORLD, rc); /* none may wait on this one */
+        MPI_Finalize();
+    }
+#endif
+    return rc;
+}
+
+static int run_main(int argc, char **argv, int rank, int world) {
     const char *model = NULL, *prompt = NULL, *ids_arg = NULL, *tokenize = NULL, *tok_path = NULL;
     int stats = 0, print_ids = 0, bad = 0;
     clf_generate_params gp = clf_generate_default_params();
     gp.max_new_tokens = 64;
     clf_load_params lp = clf_load_default_params();
     cli_devices dev = {0};
+    gen_job job = {0};
+    job.batch = 1;
+    job.timeout = 300;
     for (int i = 1; i < argc && !bad; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -197,6 +263,12 @@ int main(int argc, char **argv) {
             dev.devices = argv[++i];
         } else if (strcmp(a, "--split") == 0 && has) {
             dev.split = argv[++i];
+        } else if (strcmp(a, "--batch") == 0 && has) {
+            job.batch = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--micro-batches") == 0 && has) {
+            job.micro = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--timeout") == 0 && has) {
+            job.timeout = num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--max-new-tokens") == 0 && has) {
             gp.max_new_tokens = (int64_t)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--temperature") == 0 && has) {
@@ -247,10 +319,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clformer-generate: give a prompt or --ids, not both or neither\n");
         bad = 1;
     }
+    if (!bad && (job.batch < 1 || job.micro < 0 || !(job.timeout > 0))) {
+        fprintf(stderr, "clformer-generate: --batch >= 1, --micro-batches >= 0 and --timeout > 0 "
+                        "are required\n");
+        bad = 1;
+    }
     if (bad) {
-        usage(stderr);
+        if (rank == 0) usage(stderr);
         return 2;
     }
+    if (world > 1 && tokenize && rank > 0) return 0; /* rank 0 alone tokenizes */
+    job.model = model;
+    job.lp = lp;
+    job.gp = gp;
+    job.device = dev.device;
+    job.devices = dev.devices;
+    job.split = dev.split;
+    job.stats = stats;
+    if (world > 1 && rank > 0) return mpi_generate(&job, NULL, 0, NULL, NULL);
     /* the tokenizer, when there is one (required for text in or out): --tokenizer's, else the
      * folder's tokenizer.json or the GGUF file's own */
     char path[4096];
@@ -309,7 +395,36 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if ((rc = cli_devices_open(&dev, "clformer-generate")) != 0) goto done;
+    const int64_t B = job.batch, max_new = gp.max_new_tokens > 0 ? gp.max_new_tokens : 1;
+    int64_t *counts = calloc((size_t)B, sizeof(int64_t));
+    out = malloc(sizeof(int32_t) * (size_t)(B * max_new));
+    if (!counts || !out) {
+        free(counts);
+        goto done;
+    }
+    if (tok && !print_ids && B == 1 && clf_bpe_stream_create(tok, 1, &r.stream) != CLF_SUCCESS) {
+        free(counts);
+        goto done;
+    }
+    if (B == 1) { /* one sequence streams its tokens as they come */
+        job.gp.on_token = gp.on_token = on_token;
+        job.gp.user = gp.user = &r;
+    }
+    if (world > 1) {
+        rc = mpi_generate(&job, ids, n, out, counts);
+        if (rc == 0 && B > 1)
+            rc = print_sequences(tok, out, counts, B, max_new, print_ids);
+        else if (rc == 0 && print_ids)
+            for (int64_t i = 0; i < counts[0]; i++)
+                printf("%s%d", i ? " " : "", out[i]);
+        if (rc == 0 && B == 1) printf("\n");
+        free(counts);
+        goto done;
+    }
+    if ((rc = cli_devices_open(&dev, "clformer-generate")) != 0) {
+        free(counts);
+        goto done;
+    }
     rc = 1;
     ctx = dev.ctx[0];
     if (clf_lm_load_split(dev.ctx, dev.n, cli_devices_shares(&dev), model, &lp, &m) !=
@@ -321,33 +436,62 @@ int main(int argc, char **argv) {
         print_weights(m);
         if (dev.n > 1) print_stages(m);
     }
-    if (tok && !print_ids && clf_bpe_stream_create(tok, 1, &r.stream) != CLF_SUCCESS) goto done;
-    out = malloc(sizeof(int32_t) * (size_t)(gp.max_new_tokens > 0 ? gp.max_new_tokens : 1));
-    if (!out) goto done;
-    gp.on_token = on_token;
-    gp.user = &r;
-    const int32_t *prompts[1] = {ids};
-    int64_t count = 0;
-    const double t0 = now_s();
-    if (clf_lm_generate(m, prompts, &n, 1, &gp, out, &count) != CLF_SUCCESS) {
-        fprintf(stderr, "\nclformer-generate: %s\n", clf_context_last_error(ctx));
+    const int32_t **prompts = malloc(sizeof(int32_t *) * (size_t)B);
+    int64_t *lens = malloc(sizeof(int64_t) * (size_t)B);
+    if (!prompts || !lens) {
+        free(prompts);
+        free(lens);
+        free(counts);
         goto done;
     }
+    for (int64_t b = 0; b < B; b++) {
+        prompts[b] = ids;
+        lens[b] = n;
+    }
+    const double t0 = now_s();
+    const clf_status gs = clf_lm_generate(m, prompts, lens, B, &gp, out, counts);
     const double t1 = now_s();
+    free(prompts);
+    free(lens);
+    if (gs != CLF_SUCCESS) {
+        fprintf(stderr, "\nclformer-generate: %s\n", clf_context_last_error(ctx));
+        free(counts);
+        goto done;
+    }
     if (r.failed) {
         fprintf(stderr, "\nclformer-generate: a token could not be decoded\n");
+        free(counts);
         goto done;
     }
-    if (print_ids)
-        for (int64_t i = 0; i < count; i++)
-            printf("%s%d", i ? " " : "", out[i]);
-    printf("\n");
+    int64_t count = 0;
+    for (int64_t b = 0; b < B; b++)
+        count += counts[b];
+    if (B > 1) {
+        if (print_sequences(tok, out, counts, B, max_new, print_ids) != 0) {
+            free(counts);
+            goto done;
+        }
+    } else {
+        if (print_ids)
+            for (int64_t i = 0; i < count; i++)
+                printf("%s%d", i ? " " : "", out[i]);
+        printf("\n");
+    }
+    free(counts);
     if (stats) {
-        const double prefill = (count ? r.t_first : t1) - t0, gen = t1 - r.t_first;
-        fprintf(stderr, "prompt: %lld tokens, %.1f tokens/s (to the first new token)\n",
-                (long long)n, prefill > 0 ? (double)n / prefill : 0.0);
-        fprintf(stderr, "generated: %lld tokens, %.1f tokens/s\n", (long long)count,
-                count > 1 && gen > 0 ? (double)(count - 1) / gen : 0.0);
+        /* B > 1 does not stream: the first token's time is unknown, the whole run counts */
+        const double first = B == 1 && count ? r.t_first : t1, gen = t1 - first;
+        if (B == 1)
+            fprintf(stderr, "prompt: %lld tokens, %.1f tokens/s (to the first new token)\n",
+                    (long long)n, first > t0 ? (double)n / (first - t0) : 0.0);
+        else
+            fprintf(stderr, "prompt: %lld x %lld tokens\n", (long long)B, (long long)n);
+        if (B == 1)
+            fprintf(stderr, "generated: %lld tokens, %.1f tokens/s\n", (long long)count,
+                    count > 1 && gen > 0 ? (double)(count - 1) / gen : 0.0);
+        else
+            fprintf(stderr, "generated: %lld tokens, %.1f tokens/s (prefill included)\n",
+                    (long long)count, t1 > t0 ? (double)count / (t1 - t0) : 0.0);
     }
     rc = 0;
 done:

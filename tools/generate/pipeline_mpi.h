@@ -1,0 +1,31 @@
+/*
+ * pipeline_mpi.h — clformer-generate over MPI ranks (built with -DCLF_MPI=ON): one pipeline
+ * stage per rank, the residual stream passed rank to rank with point-to-point messages, the
+ * sampled tokens sent back from the last rank to rank 0, which alone prints.
+ */
+#ifndef CLF_TOOLS_PIPELINE_MPI_H
+#define CLF_TOOLS_PIPELINE_MPI_H
+
+#include "clformer/clformer.h"
+
+typedef struct gen_job {
+    const char *model;
+    clf_load_params lp;
+    clf_generate_params gp; /* max_new_tokens, sampling, ignore_eos, on_token (rank 0) */
+    const char *device;     /* --device: every rank's spec */
+    const char *devices;    /* --devices: rank r takes spec r (mod their count) */
+    const char *split;      /* --split: the ranks' shares of the layers (default: equal) */
+    int64_t batch;          /* sequences: copies of the prompt */
+    int64_t micro;          /* micro-batches in flight (0: one per rank, at most the batch) */
+    double timeout;         /* seconds any wait for another rank may take */
+    int stats;
+} gen_job;
+
+/* Runs job on every rank of MPI_COMM_WORLD (more than one). Rank 0 gives the prompt (ids, n) and
+ * receives tokens (batch x max_new_tokens, -1 past each count) and counts; the other ranks pass
+ * NULL. Returns the process's exit status; a rank that fails or waits past the timeout aborts
+ * the job (every rank exits non-zero) with a message naming itself or the rank it waited for. */
+int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tokens,
+                 int64_t *counts);
+
+#endif
