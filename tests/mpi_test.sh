@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # clformer-generate under mpirun (a build with -DCLF_MPI=ON), one pipeline stage per rank: with 2
-# and 3 ranks, greedy and sampled (repetition penalty, batch of 5 in micro-batches), the ids equal
+# and 3 ranks, greedy and sampled (repetition penalty, batch of 5 in micro-batches, prompts in
+# chunks), the ids equal
 # the one-process run's; --stats prints each rank's layers and weights and what crossed each
 # boundary; a rank killed mid-run and a rank that hangs make every rank exit non-zero within the
 # timeout with a message naming the rank; more ranks than layers are refused. One run crosses a
@@ -12,9 +13,11 @@ gen=$1
 src=$2
 data=$src/tests/data/lm
 deep=$data/gguf/llama_deep_q4_0.gguf
-mpi=(mpirun --allow-run-as-root --oversubscribe -x POCL_CACHE_DIR -x XDG_CACHE_HOME -x CLF_DEVICE
-    -x POCL_DEVICES -x RUSTICL_ENABLE)
 export CLF_DEVICE=${CLF_DEVICE:-pthread}
+mpi=(mpirun --allow-run-as-root --oversubscribe)
+for v in POCL_CACHE_DIR XDG_CACHE_HOME CLF_DEVICE POCL_DEVICES RUSTICL_ENABLE; do
+    [ -n "${!v:-}" ] && mpi+=(-x "$v")
+done
 tmp=$(mktemp -d)
 ns1=clf_a$$ ns2=clf_b$$
 cleanup() {
@@ -42,6 +45,9 @@ same "gpt2 greedy" 2 "" --model "$data/gpt2" "${greedy[@]}"
 same "llama_gqa sampled, 3 micro-batches" 2 "--micro-batches 3" --model "$data/llama_gqa" "${sampled[@]}"
 same "5-layer Q4_0 greedy" 3 "" --model "$deep" "${greedy[@]}"
 same "5-layer Q4_0 sampled, --split 1,3,1" 3 "--split 1,3,1" --model "$deep" "${sampled[@]}"
+same "5-layer Q4_0 sampled, prompts in chunks of 2" 3 "--prefill-chunk 2 --micro-batches 2" \
+    --model "$deep" "${sampled[@]}"
+same "gpt2 sampled after a warm-up run" 2 "" --model "$data/gpt2" "${sampled[@]}" --warmup
 
 # --stats: each rank's share of the layers and weights, and the traffic at each boundary
 "${mpi[@]}" -np 3 "$gen" --model "$deep" "${greedy[@]}" --stats >/dev/null 2>"$tmp/err"

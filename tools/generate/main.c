@@ -90,10 +90,14 @@ static void usage(FILE *f) {
             "  --device SPEC            OpenCL device (gpu, cpu, an index, a name; default\n"
             "                           $CLF_DEVICE, else the first GPU, else the first CPU)\n"
             "  --max-new-tokens N       at most N new tokens (default 64)\n"
+            "  --warmup                 generate once before the run that prints (--stats then\n"
+            "                           times a run whose programs are built)\n"
             "  --batch N                generate for N copies of the prompt at once (default 1;\n"
             "                           N > 1 prints one line per sequence at the end)\n"
             "  under mpirun -np N (a build with -DCLF_MPI=ON): one pipeline stage per rank\n"
             "  --micro-batches M        micro-batches in flight (default: one per rank)\n"
+            "  --prefill-chunk C        prompt positions per pipeline message (default: about\n"
+            "                           4 messages per rank in flight, at least 8 positions)\n"
             "  --timeout S              seconds a rank waits for another before it stops the\n"
             "                           job (default 300)\n"
             "  (--split gives the ranks' shares; --devices SPEC,... rank r's device)\n"
@@ -127,14 +131,20 @@ typedef struct run {
     clf_bpe_stream *stream;
     int print_ids;
     int64_t produced;
-    double t_first;
+    double t_first; /* when every sequence had its first token (the prefill's end) */
     int failed;
+    int64_t batch, started; /* sequences, those with a token */
+    unsigned char *has;     /* (batch) */
 } run;
 
 static int on_token(void *user, int64_t seq, int32_t token) {
     run *r = user;
-    (void)seq;
-    if (r->produced++ == 0) r->t_first = now_s();
+    r->produced++;
+    if (r->has && seq >= 0 && seq < r->batch && !r->has[seq]) {
+        r->has[seq] = 1;
+        if (++r->started == r->batch) r->t_first = now_s();
+    }
+    if (r->batch > 1) return 0; /* printed at the end */
     if (r->print_ids || !r->stream) return 0;
     char piece[1024];
     size_t len;
@@ -267,6 +277,10 @@ static int run_main(int argc, char **argv, int rank, int world) {
             job.batch = (int64_t)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--micro-batches") == 0 && has) {
             job.micro = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--warmup") == 0) {
+            job.warmup = 1;
+        } else if (strcmp(a, "--prefill-chunk") == 0 && has) {
+            job.chunk = (int64_t)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--timeout") == 0 && has) {
             job.timeout = num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--max-new-tokens") == 0 && has) {
@@ -319,9 +333,9 @@ static int run_main(int argc, char **argv, int rank, int world) {
         fprintf(stderr, "clformer-generate: give a prompt or --ids, not both or neither\n");
         bad = 1;
     }
-    if (!bad && (job.batch < 1 || job.micro < 0 || !(job.timeout > 0))) {
-        fprintf(stderr, "clformer-generate: --batch >= 1, --micro-batches >= 0 and --timeout > 0 "
-                        "are required\n");
+    if (!bad && (job.batch < 1 || job.micro < 0 || job.chunk < 0 || !(job.timeout > 0))) {
+        fprintf(stderr, "clformer-generate: --batch >= 1, --micro-batches >= 0, --prefill-chunk "
+                        ">= 0 and --timeout > 0 are required\n");
         bad = 1;
     }
     if (bad) {
@@ -355,7 +369,7 @@ static int run_main(int argc, char **argv, int rank, int world) {
     int64_t n = 0;
     clf_context *ctx = NULL;
     clf_lm *m = NULL;
-    run r = {NULL, NULL, print_ids, 0, 0.0, 0};
+    run r = {.print_ids = print_ids};
     clf_status ts = CLF_ERROR_NOT_FOUND;
     if (gguf)
         ts = clf_bpe_load_gguf(path, &tok, &msg);
@@ -406,10 +420,15 @@ static int run_main(int argc, char **argv, int rank, int world) {
         free(counts);
         goto done;
     }
-    if (B == 1) { /* one sequence streams its tokens as they come */
-        job.gp.on_token = gp.on_token = on_token;
-        job.gp.user = gp.user = &r;
+    /* one sequence streams its tokens as they come; the callback also times the prefill */
+    r.batch = B;
+    r.has = calloc((size_t)B, 1);
+    if (!r.has) {
+        free(counts);
+        goto done;
     }
+    job.gp.on_token = gp.on_token = on_token;
+    job.gp.user = gp.user = &r;
     if (world > 1) {
         rc = mpi_generate(&job, ids, n, out, counts);
         if (rc == 0 && B > 1)
@@ -448,8 +467,14 @@ static int run_main(int argc, char **argv, int rank, int world) {
         prompts[b] = ids;
         lens[b] = n;
     }
+    clf_status gs = CLF_SUCCESS;
+    if (job.warmup) { /* the same run, untimed and unprinted: every program gets built */
+        clf_generate_params quiet = gp;
+        quiet.on_token = NULL;
+        gs = clf_lm_generate(m, prompts, lens, B, &quiet, out, counts);
+    }
     const double t0 = now_s();
-    const clf_status gs = clf_lm_generate(m, prompts, lens, B, &gp, out, counts);
+    if (gs == CLF_SUCCESS) gs = clf_lm_generate(m, prompts, lens, B, &gp, out, counts);
     const double t1 = now_s();
     free(prompts);
     free(lens);
@@ -478,24 +503,21 @@ static int run_main(int argc, char **argv, int rank, int world) {
         printf("\n");
     }
     free(counts);
-    if (stats) {
-        /* B > 1 does not stream: the first token's time is unknown, the whole run counts */
-        const double first = B == 1 && count ? r.t_first : t1, gen = t1 - first;
+    if (stats) { /* the prefill: to every sequence's first token; then the rest */
+        const double first = r.started == B ? r.t_first : t1, gen = t1 - first;
         if (B == 1)
             fprintf(stderr, "prompt: %lld tokens, %.1f tokens/s (to the first new token)\n",
                     (long long)n, first > t0 ? (double)n / (first - t0) : 0.0);
         else
-            fprintf(stderr, "prompt: %lld x %lld tokens\n", (long long)B, (long long)n);
-        if (B == 1)
-            fprintf(stderr, "generated: %lld tokens, %.1f tokens/s\n", (long long)count,
-                    count > 1 && gen > 0 ? (double)(count - 1) / gen : 0.0);
-        else
-            fprintf(stderr, "generated: %lld tokens, %.1f tokens/s (prefill included)\n",
-                    (long long)count, t1 > t0 ? (double)count / (t1 - t0) : 0.0);
+            fprintf(stderr, "prompt: %lld x %lld tokens, %.1f tokens/s (to the first new tokens)\n",
+                    (long long)B, (long long)n, first > t0 ? (double)(B * n) / (first - t0) : 0.0);
+        fprintf(stderr, "generated: %lld tokens, %.1f tokens/s\n", (long long)count,
+                count > B && gen > 0 ? (double)(count - B) / gen : 0.0);
     }
     rc = 0;
 done:
     clf_bpe_stream_free(r.stream);
+    free(r.has);
     free(out);
     free(ids);
     clf_lm_free(m);

@@ -2,11 +2,14 @@
  * pipeline_mpi.c — see pipeline_mpi.h. Rank r holds pipeline stage r: a contiguous range of the
  * layers (clf_lm_load_stage reads only those from the file), rank 0 the embedding, the last rank
  * the final norm, the head and the sampler. The batch is cut into micro-batches, each with its own
- * state on every rank, so that while rank r works on micro-batch k rank r + 1 works on k - 1.
+ * state on every rank, so that while rank r works on micro-batch k rank r + 1 works on k - 1; the
+ * prompts go through in chunks of positions (a later chunk needs only the earlier ones' KV cache,
+ * which each rank keeps), so the prefill fills the pipeline too.
  *
  * Messages (MPI_BYTE, point-to-point, in order between each pair of ranks):
  *   job   rank 0 -> every rank: int64 batch, prompt length n, then n int32 ids
- *   fwd   rank r -> r + 1: int64 micro-batch, T, stop, n_new[Bk], then (Bk, T, d) floats
+ *   fwd   rank r -> r + 1: int64 micro-batch, T, stop, sample, n_new[Bk], then (Bk, T, d)
+ *         floats (sample 0: a prompt chunk before the last, nothing to sample after it)
  *   tok   last -> rank 0: int64 micro-batch, then Bk int32 sampled ids
  *   info  rank r -> 0 after loading: int64 first layer, layers, weight bytes, then the device name
  *   count rank r -> 0 at the end: int64 messages and bytes it sent forward
@@ -31,9 +34,21 @@
 #include <unistd.h>
 
 enum { TAG_JOB = 1, TAG_FWD, TAG_TOK, TAG_INFO, TAG_COUNT };
+enum { HDR = 32 }; /* a fwd message's header bytes */
+
+/* A send in flight: its own copy of the message, so the rank computes on while it travels. */
+typedef struct slot {
+    MPI_Request req;
+    char *buf;
+    size_t cap;
+    int busy, peer;
+} slot;
+enum { SLOTS = 4 };
 
 typedef struct net {
     int rank, world;
+    slot ring[SLOTS]; /* the stream's sends in flight (fwd), oldest reused first */
+    int next;
     double timeout;
     int64_t msgs, bytes; /* sent forward (fwd messages) */
     int die_at;          /* the test hook's step, -1: none */
@@ -75,9 +90,49 @@ static void send_bytes(net *c, int peer, int tag, const void *buf, size_t len) {
             die(c, "rank %d did not take a message within %.0f s", peer, c->timeout);
         pause_briefly();
     }
-    if (tag == TAG_FWD) {
-        c->msgs++;
-        c->bytes += (int64_t)len;
+}
+
+/* Waits (bounded) until slot q's send completed. */
+static void finish(net *c, slot *q) {
+    if (!q->busy) return;
+    const double t0 = now_s();
+    for (int done = 0;;) {
+        MPI_Test(&q->req, &done, MPI_STATUS_IGNORE);
+        if (done) break;
+        if (now_s() - t0 > c->timeout)
+            die(c, "rank %d did not take a message within %.0f s", q->peer, c->timeout);
+        pause_briefly();
+    }
+    q->busy = 0;
+}
+
+/* A stream message posted, not waited for (MPI keeps the order of one sender's messages to one
+ * receiver): the rank goes on computing while the receiver takes it. */
+static void post_bytes(net *c, int peer, const void *data, size_t len) {
+    slot *q = &c->ring[c->next];
+    c->next = (c->next + 1) % SLOTS;
+    finish(c, q);
+    if (len > q->cap) {
+        char *g = realloc(q->buf, len);
+        if (!g) die(c, "out of host memory for a message of %zu bytes", len);
+        q->buf = g;
+        q->cap = len;
+    }
+    memcpy(q->buf, data, len);
+    q->peer = peer;
+    MPI_Isend(q->buf, (int)len, MPI_BYTE, peer, TAG_FWD, MPI_COMM_WORLD, &q->req);
+    q->busy = 1;
+    c->msgs++;
+    c->bytes += (int64_t)len;
+}
+
+/* Every posted send completed, the ring's buffers freed. */
+static void drain(net *c) {
+    for (int i = 0; i < SLOTS; i++) {
+        finish(c, &c->ring[i]);
+        free(c->ring[i].buf);
+        c->ring[i].buf = NULL;
+        c->ring[i].cap = 0;
     }
 }
 
@@ -166,10 +221,12 @@ static clf_context *open_context(const net *c, const gen_job *job) {
     return ctx;
 }
 
-/* first[r] .. first[r + 1] - 1: rank r's layers, by --split's shares (default equal), whole
- * layers by largest remainder, at least one each. */
-static void plan(const net *c, const gen_job *job, int64_t layers, int64_t *first) {
+/* first[r] .. first[r + 1] - 1: rank r's layers, by --split's shares, whole layers by largest
+ * remainder, at least one each. Without --split the work is balanced: the last rank's head
+ * (V x d weights, read for every token) counts as V d / (a layer's weights) layers there. */
+static void plan(const net *c, const gen_job *job, const clf_lm_info *in, int64_t *first) {
     const int n = c->world;
+    const int64_t layers = in->layers;
     if (n > layers)
         die(c, "%d ranks for a model of %lld layers (one stage per rank)", n, (long long)layers);
     double w[256], total = 0;
@@ -183,6 +240,18 @@ static void plan(const net *c, const gen_job *job, int64_t layers, int64_t *firs
             die(c, "--split '%s' must give %d positive shares, one per rank", job->split, n);
         if (s) s = *end ? end + 1 : end;
         total += w[i];
+    }
+    if (!job->split) { /* balanced: the head's weight in layers comes off the last share */
+        const double d = (double)in->hidden_size, q = (double)(in->heads * in->head_dim),
+                     kv = (double)(in->kv_heads * in->head_dim), F = (double)in->ffn_size;
+        const double gated = strstr(in->arch, "GPT2") ? 2 : 3,
+                     layer = d * (q + 2 * kv) + q * d + gated * F * d,
+                     head = (double)in->vocab_size * d / layer, per = ((double)layers + head) / n;
+        total = 0;
+        for (int i = 0; i < n; i++) {
+            w[i] = i < n - 1 ? per : (per - head > 0.5 ? per - head : 0.5);
+            total += w[i];
+        }
     }
     int64_t count[256], given = 0;
     for (int i = 0; i < n; i++)
@@ -211,7 +280,7 @@ static void plan(const net *c, const gen_job *job, int64_t layers, int64_t *firs
 typedef struct micro {
     int64_t off, size; /* its sequences: off .. off + size - 1 of the batch */
     clf_lm_state *s;
-    clf_tensor *ids, *ids1;             /* rank 0: (size, n) prompt, (size, 1) next ids */
+    clf_tensor *ids1;                   /* rank 0: (size, 1) next ids */
     clf_tensor *logits, *am, *u, *seen; /* last rank: (size, V), (size), (size), (size, V) */
     int live;
 } micro;
@@ -220,6 +289,253 @@ static int is_eos(const clf_lm_info *in, int32_t t) {
     for (int i = 0; i < in->n_eos; i++)
         if (in->eos[i] == t) return 1;
     return 0;
+}
+
+/* One generation of the job through the pipeline (this rank's part): micro-batches, each with a
+ * state on every rank; rank 0 fills tokens and counts; timed: the run whose figures --stats
+ * prints and whose tokens stream (a warm-up run's do not). */
+static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, const clf_lm_info *in,
+                     const int32_t *prompt, int64_t n, int64_t B, int32_t *tokens, int64_t *counts,
+                     char **buf, size_t *cap, int timed) {
+    const int last = c->world - 1;
+    const int64_t d = in->hidden_size, V = in->vocab_size, max_new = job->gp.max_new_tokens;
+    c->msgs = c->bytes = 0;
+    /* micro-batches, each with a state on every rank */
+    int64_t M = job->micro > 0 ? job->micro : c->world;
+    if (M > B) M = B;
+    micro *mb = calloc((size_t)M, sizeof(micro));
+    float *h_in = malloc(sizeof(float) * (size_t)((B / M + 1) * n * d));
+    float *h_out = malloc(sizeof(float) * (size_t)((B / M + 1) * n * d));
+    char *out = malloc(8 * (size_t)(4 + B) + sizeof(float) * (size_t)((B / M + 1) * n * d));
+    clf_rng *rng = malloc(sizeof(clf_rng) * (size_t)B);
+    if (!mb || !h_in || !h_out || !out || !rng) die(c, "out of host memory");
+    const clf_sampling_params *sp = &job->gp.sampling;
+    const int greedy = sp->temperature <= 0.0f, penalty = sp->repetition_penalty != 1.0f;
+    for (int64_t b = 0; b < B; b++) /* as clf_lm_generate seeds each sequence */
+        rng[b] = clf_rng_make(sp->seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(b + 1)));
+    for (int64_t k = 0, off = 0; k < M; k++) {
+        micro *u = &mb[k];
+        u->off = off;
+        u->size = B / M + (k < B % M);
+        off += u->size;
+        u->live = 1;
+        check(c, ctx, clf_lm_state_create(m, u->size, n + max_new, &u->s), "a state");
+        if (c->rank == 0) {
+            const int64_t s1[2] = {u->size, 1};
+            check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, s1, &u->ids1), "ids");
+        }
+        if (c->rank == last) {
+            const int64_t ls[2] = {u->size, V};
+            check(c, ctx, clf_tensor_create(ctx, CLF_F32, 2, ls, &u->logits), "logits");
+            check(c, ctx, clf_tensor_create(ctx, CLF_I32, 1, &u->size, &u->am), "ids");
+            check(c, ctx, clf_tensor_create(ctx, CLF_F32, 1, &u->size, &u->u), "draws");
+            check(c, ctx, clf_tensor_fill(u->u, 0.0), "draws");
+            if (penalty) { /* the prompt's tokens, seen by every sequence */
+                int32_t *h = calloc((size_t)(u->size * V), 4);
+                if (!h) die(c, "out of host memory");
+                for (int64_t i = 0; i < u->size; i++)
+                    for (int64_t t = 0; t < n; t++)
+                        h[i * V + prompt[t]] = 1;
+                check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, ls, &u->seen), "seen");
+                check(c, ctx, clf_tensor_write(u->seen, h, 4 * (size_t)(u->size * V)), "seen");
+                free(h);
+            }
+        }
+    }
+
+    /* the pipeline */
+    const double t0 = now_s();
+    double t_first = 0;
+    int64_t produced = 0, first_tokens = 0;
+    int64_t live = M;
+    if (c->rank == 0) {
+        unsigned char *done = calloc((size_t)B, 1);
+        int32_t *next = malloc(4 * (size_t)B);
+        int64_t *nn = malloc(8 * (size_t)B);
+        if (!done || !next || !nn) die(c, "out of host memory");
+        for (int64_t b = 0; b < B * max_new; b++)
+            tokens[b] = -1;
+        for (int64_t b = 0; b < B; b++)
+            counts[b] = 0;
+        /* the prefills: chunk after chunk of positions, each through every micro-batch */
+        int64_t chunk = job->chunk;
+        if (chunk <= 0) { /* about 4 units of work per rank in flight, chunks of >= 8 */
+            const int64_t per = (4 * c->world + M - 1) / M;
+            chunk = (n + per - 1) / per;
+            if (chunk < 8) chunk = 8;
+        }
+        int32_t *h = malloc(4 * (size_t)((B / M + 1) * chunk));
+        if (!h) die(c, "out of host memory");
+        for (int64_t at = 0; at < n; at += chunk) {
+            const int64_t T = n - at < chunk ? n - at : chunk;
+            for (int64_t k = 0; k < M; k++) {
+                micro *u = &mb[k];
+                const int64_t shape[2] = {u->size, T};
+                clf_tensor *x = NULL;
+                for (int64_t i = 0; i < u->size; i++)
+                    memcpy(h + i * T, prompt + at, 4 * (size_t)T);
+                check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, shape, &x), "ids");
+                check(c, ctx, clf_tensor_write(x, h, 4 * (size_t)(u->size * T)), "ids");
+                maybe_die(c);
+                check(c, ctx, clf_lm_state_step_stage(u->s, x, NULL, T, NULL, h_out, NULL),
+                      "prefill");
+                clf_tensor_free(x);
+                const int64_t hd[4] = {k, T, 0, at + T == n};
+                memcpy(out, hd, HDR);
+                for (int64_t i = 0; i < u->size; i++)
+                    memcpy(out + HDR + 8 * i, &T, 8);
+                memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * T * d));
+                post_bytes(c, 1, out,
+                           HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d));
+            }
+        }
+        free(h);
+        while (live > 0) {
+            recv_bytes(c, last, TAG_TOK, buf, cap);
+            int64_t k;
+            memcpy(&k, *buf, 8);
+            if (k < 0 || k >= M || !mb[k].live)
+                die(c, "a token message for micro-batch %lld", (long long)k);
+            micro *u = &mb[k];
+            if (++first_tokens == M) t_first = now_s(); /* every micro-batch's prefill is done */
+            int any = 0;
+            for (int64_t i = 0; i < u->size; i++) {
+                const int64_t b = u->off + i;
+                int32_t t;
+                memcpy(&t, *buf + 8 + 4 * i, 4);
+                nn[i] = 0;
+                next[i] = 0;
+                if (done[b]) continue;
+                if (!job->gp.ignore_eos && is_eos(in, t)) {
+                    done[b] = 1;
+                    continue;
+                }
+                tokens[b * max_new + counts[b]++] = t;
+                produced++;
+                if ((timed && job->gp.on_token && job->gp.on_token(job->gp.user, b, t)) ||
+                    counts[b] == max_new) {
+                    done[b] = 1;
+                    continue;
+                }
+                nn[i] = 1;
+                next[i] = t;
+                any = 1;
+            }
+            if (!any) { /* every sequence of the micro-batch is done: stop it along the line */
+                const int64_t hd[4] = {k, 0, 1, 0};
+                post_bytes(c, 1, hd, HDR);
+                u->live = 0;
+                live--;
+                continue;
+            }
+            maybe_die(c);
+            check(c, ctx, clf_tensor_write(u->ids1, next, 4 * (size_t)u->size), "ids");
+            check(c, ctx, clf_lm_state_step_stage(u->s, u->ids1, NULL, 1, nn, h_out, NULL), "step");
+            const int64_t hd[4] = {k, 1, 0, 1};
+            memcpy(out, hd, HDR);
+            memcpy(out + HDR, nn, 8 * (size_t)u->size);
+            memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * d));
+            post_bytes(c, 1, out,
+                       HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * d));
+        }
+        free(done);
+        free(next);
+        free(nn);
+    } else {
+        int32_t *picks = malloc(4 * (size_t)(B / M + 1));
+        float *draw = malloc(sizeof(float) * (size_t)(B / M + 1));
+        if (!picks || !draw) die(c, "out of host memory");
+        while (live > 0) {
+            const size_t len = recv_bytes(c, c->rank - 1, TAG_FWD, buf, cap);
+            int64_t hd[4];
+            memcpy(hd, *buf, HDR);
+            const int64_t k = hd[0], T = hd[1];
+            if (k < 0 || k >= M || !mb[k].live)
+                die(c, "a message for micro-batch %lld", (long long)k);
+            micro *u = &mb[k];
+            if (hd[2]) { /* stopped */
+                if (c->rank < last) post_bytes(c, c->rank + 1, hd, HDR);
+                u->live = 0;
+                live--;
+                continue;
+            }
+            const size_t want =
+                HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d);
+            if (T < 1 || T > n || len != want) die(c, "a malformed stream message");
+            const int64_t *nn = (const int64_t *)(*buf + HDR);
+            memcpy(h_in, *buf + HDR + 8 * u->size, sizeof(float) * (size_t)(u->size * T * d));
+            maybe_die(c);
+            if (c->rank < last) {
+                check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, h_out, NULL),
+                      "step");
+                memcpy(out, *buf, HDR + 8 * (size_t)u->size);
+                memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * T * d));
+                post_bytes(c, c->rank + 1, out, want);
+                continue;
+            }
+            check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, NULL, u->logits),
+                  "step");
+            if (!hd[3]) continue; /* a prompt chunk before the last: nothing to sample yet */
+            if (!greedy) {        /* one draw per live sequence from its own stream */
+                for (int64_t i = 0; i < u->size; i++)
+                    draw[i] = nn[i] > 0 ? (float)clf_rng_uniform(&rng[u->off + i], 0.0, 1.0) : 0.0f;
+                check(c, ctx, clf_tensor_write(u->u, draw, sizeof(float) * (size_t)u->size),
+                      "draws");
+            }
+            check(c, ctx, clf_sample(ctx, u->logits, sp, u->u, u->seen, u->am), "sampling");
+            check(c, ctx, clf_tensor_read(u->am, picks, 4 * (size_t)u->size), "sampling");
+            char *tm = out;
+            memcpy(tm, &k, 8);
+            memcpy(tm + 8, picks, 4 * (size_t)u->size);
+            send_bytes(c, 0, TAG_TOK, tm, 8 + 4 * (size_t)u->size);
+        }
+        free(picks);
+        free(draw);
+    }
+    drain(c);
+    const double t1 = now_s();
+
+    /* what crossed each boundary */
+    if (c->rank > 0 && c->rank < last) {
+        const int64_t v[2] = {c->msgs, c->bytes};
+        send_bytes(c, 0, TAG_COUNT, v, 16);
+    } else if (c->rank == 0) {
+        for (int r = 0; r < last; r++) {
+            int64_t v[2] = {c->msgs, c->bytes};
+            if (r > 0) {
+                recv_bytes(c, r, TAG_COUNT, buf, cap);
+                memcpy(v, *buf, 16);
+            }
+            if (job->stats && timed)
+                fprintf(stderr,
+                        "boundary %d -> %d: %lld messages, %.1f kB (%.2f messages, %.1f kB per "
+                        "generated token)\n",
+                        r, r + 1, (long long)v[0], (double)v[1] / 1e3,
+                        produced ? (double)v[0] / (double)produced : 0.0,
+                        produced ? (double)v[1] / 1e3 / (double)produced : 0.0);
+        }
+        if (job->stats && timed) {
+            fprintf(stderr, "prompt: %lld x %lld tokens, %.1f tokens/s (to the first new tokens)\n",
+                    (long long)B, (long long)n,
+                    t_first > t0 ? (double)(B * n) / (t_first - t0) : 0.0);
+            fprintf(stderr,
+                    "generated: %lld tokens, %.1f tokens/s over %d ranks, %lld micro-batches\n",
+                    (long long)produced,
+                    produced > B && t1 > t_first ? (double)(produced - B) / (t1 - t_first) : 0.0,
+                    c->world, (long long)M);
+        }
+    }
+    for (int64_t k = 0; k < M; k++) {
+        clf_lm_state_free(mb[k].s);
+        clf_tensor *ts[] = {mb[k].ids1, mb[k].logits, mb[k].am, mb[k].u, mb[k].seen};
+        for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+            clf_tensor_free(ts[i]);
+    }
+    free(mb);
+    free(h_in);
+    free(h_out);
+    free(out);
+    free(rng);
 }
 
 int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tokens,
@@ -270,12 +586,12 @@ int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tok
     clf_lm_info in;
     check(&c, ctx, clf_lm_read_info(ctx, job->model, &in), "reading the model");
     int64_t first[257];
-    plan(&c, job, in.layers, first);
+    plan(&c, job, &in, first);
     clf_lm *m = NULL;
     check(&c, ctx,
           clf_lm_load_stage(ctx, job->model, &job->lp, first[c.rank], first[c.rank + 1], &m),
           "loading its layers");
-    const int64_t d = in.hidden_size, V = in.vocab_size, max_new = job->gp.max_new_tokens;
+    const int64_t max_new = job->gp.max_new_tokens;
     if (n + max_new > in.max_positions)
         die(&c, "%lld prompt tokens + %lld new ones exceed the model's %lld positions",
             (long long)n, (long long)max_new, (long long)in.max_positions);
@@ -306,228 +622,9 @@ int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tok
         }
     }
 
-    /* micro-batches, each with a state on every rank */
-    int64_t M = job->micro > 0 ? job->micro : c.world;
-    if (M > B) M = B;
-    micro *mb = calloc((size_t)M, sizeof(micro));
-    float *h_in = malloc(sizeof(float) * (size_t)((B / M + 1) * n * d));
-    float *h_out = malloc(sizeof(float) * (size_t)((B / M + 1) * n * d));
-    char *out = malloc(8 * (size_t)(3 + B) + sizeof(float) * (size_t)((B / M + 1) * n * d));
-    clf_rng *rng = malloc(sizeof(clf_rng) * (size_t)B);
-    if (!mb || !h_in || !h_out || !out || !rng) die(&c, "out of host memory");
-    const clf_sampling_params *sp = &job->gp.sampling;
-    const int greedy = sp->temperature <= 0.0f, penalty = sp->repetition_penalty != 1.0f;
-    for (int64_t b = 0; b < B; b++) /* as clf_lm_generate seeds each sequence */
-        rng[b] = clf_rng_make(sp->seed ^ (0x632be59bd9b4e019ULL * (uint64_t)(b + 1)));
-    for (int64_t k = 0, off = 0; k < M; k++) {
-        micro *u = &mb[k];
-        u->off = off;
-        u->size = B / M + (k < B % M);
-        off += u->size;
-        u->live = 1;
-        check(&c, ctx, clf_lm_state_create(m, u->size, n + max_new, &u->s), "a state");
-        if (c.rank == 0) {
-            const int64_t s0[2] = {u->size, n}, s1[2] = {u->size, 1};
-            int32_t *h = malloc(4 * (size_t)(u->size * n));
-            if (!h) die(&c, "out of host memory");
-            for (int64_t i = 0; i < u->size; i++)
-                memcpy(h + i * n, prompt, 4 * (size_t)n);
-            check(&c, ctx, clf_tensor_create(ctx, CLF_I32, 2, s0, &u->ids), "ids");
-            check(&c, ctx, clf_tensor_write(u->ids, h, 4 * (size_t)(u->size * n)), "ids");
-            check(&c, ctx, clf_tensor_create(ctx, CLF_I32, 2, s1, &u->ids1), "ids");
-            free(h);
-        }
-        if (c.rank == last) {
-            const int64_t ls[2] = {u->size, V};
-            check(&c, ctx, clf_tensor_create(ctx, CLF_F32, 2, ls, &u->logits), "logits");
-            check(&c, ctx, clf_tensor_create(ctx, CLF_I32, 1, &u->size, &u->am), "ids");
-            check(&c, ctx, clf_tensor_create(ctx, CLF_F32, 1, &u->size, &u->u), "draws");
-            check(&c, ctx, clf_tensor_fill(u->u, 0.0), "draws");
-            if (penalty) { /* the prompt's tokens, seen by every sequence */
-                int32_t *h = calloc((size_t)(u->size * V), 4);
-                if (!h) die(&c, "out of host memory");
-                for (int64_t i = 0; i < u->size; i++)
-                    for (int64_t t = 0; t < n; t++)
-                        h[i * V + prompt[t]] = 1;
-                check(&c, ctx, clf_tensor_create(ctx, CLF_I32, 2, ls, &u->seen), "seen");
-                check(&c, ctx, clf_tensor_write(u->seen, h, 4 * (size_t)(u->size * V)), "seen");
-                free(h);
-            }
-        }
-    }
-
-    /* the pipeline */
-    const double t0 = now_s();
-    double t_first = 0;
-    int64_t produced = 0;
-    int64_t live = M;
-    if (c.rank == 0) {
-        unsigned char *done = calloc((size_t)B, 1);
-        int32_t *next = malloc(4 * (size_t)B);
-        int64_t *nn = malloc(8 * (size_t)B);
-        if (!done || !next || !nn) die(&c, "out of host memory");
-        for (int64_t b = 0; b < B * max_new; b++)
-            tokens[b] = -1;
-        for (int64_t b = 0; b < B; b++)
-            counts[b] = 0;
-        for (int64_t k = 0; k < M; k++) { /* the prefills, one micro-batch after the other */
-            micro *u = &mb[k];
-            maybe_die(&c);
-            check(&c, ctx, clf_lm_state_step_stage(u->s, u->ids, NULL, n, NULL, h_out, NULL),
-                  "prefill");
-            const int64_t hd[3] = {k, n, 0};
-            memcpy(out, hd, 24);
-            for (int64_t i = 0; i < u->size; i++)
-                memcpy(out + 24 + 8 * i, &n, 8);
-            memcpy(out + 24 + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * n * d));
-            send_bytes(&c, 1, TAG_FWD, out,
-                       24 + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * n * d));
-        }
-        while (live > 0) {
-            recv_bytes(&c, last, TAG_TOK, &buf, &cap);
-            int64_t k;
-            memcpy(&k, buf, 8);
-            if (k < 0 || k >= M || !mb[k].live)
-                die(&c, "a token message for micro-batch %lld", (long long)k);
-            micro *u = &mb[k];
-            if (!t_first) t_first = now_s();
-            int any = 0;
-            for (int64_t i = 0; i < u->size; i++) {
-                const int64_t b = u->off + i;
-                int32_t t;
-                memcpy(&t, buf + 8 + 4 * i, 4);
-                nn[i] = 0;
-                next[i] = 0;
-                if (done[b]) continue;
-                if (!job->gp.ignore_eos && is_eos(&in, t)) {
-                    done[b] = 1;
-                    continue;
-                }
-                tokens[b * max_new + counts[b]++] = t;
-                produced++;
-                if ((job->gp.on_token && job->gp.on_token(job->gp.user, b, t)) ||
-                    counts[b] == max_new) {
-                    done[b] = 1;
-                    continue;
-                }
-                nn[i] = 1;
-                next[i] = t;
-                any = 1;
-            }
-            if (!any) { /* every sequence of the micro-batch is done: stop it along the line */
-                const int64_t hd[3] = {k, 0, 1};
-                send_bytes(&c, 1, TAG_FWD, hd, 24);
-                u->live = 0;
-                live--;
-                continue;
-            }
-            maybe_die(&c);
-            check(&c, ctx, clf_tensor_write(u->ids1, next, 4 * (size_t)u->size), "ids");
-            check(&c, ctx, clf_lm_state_step_stage(u->s, u->ids1, NULL, 1, nn, h_out, NULL),
-                  "step");
-            const int64_t hd[3] = {k, 1, 0};
-            memcpy(out, hd, 24);
-            memcpy(out + 24, nn, 8 * (size_t)u->size);
-            memcpy(out + 24 + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * d));
-            send_bytes(&c, 1, TAG_FWD, out,
-                       24 + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * d));
-        }
-        free(done);
-        free(next);
-        free(nn);
-    } else {
-        int32_t *picks = malloc(4 * (size_t)(B / M + 1));
-        float *draw = malloc(sizeof(float) * (size_t)(B / M + 1));
-        if (!picks || !draw) die(&c, "out of host memory");
-        while (live > 0) {
-            const size_t len = recv_bytes(&c, c.rank - 1, TAG_FWD, &buf, &cap);
-            int64_t hd[3];
-            memcpy(hd, buf, 24);
-            const int64_t k = hd[0], T = hd[1];
-            if (k < 0 || k >= M || !mb[k].live)
-                die(&c, "a message for micro-batch %lld", (long long)k);
-            micro *u = &mb[k];
-            if (hd[2]) { /* stopped */
-                if (c.rank < last) send_bytes(&c, c.rank + 1, TAG_FWD, hd, 24);
-                u->live = 0;
-                live--;
-                continue;
-            }
-            const size_t want =
-                24 + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d);
-            if (T < 1 || T > n || len != want) die(&c, "a malformed stream message");
-            const int64_t *nn = (const int64_t *)(buf + 24);
-            memcpy(h_in, buf + 24 + 8 * u->size, sizeof(float) * (size_t)(u->size * T * d));
-            maybe_die(&c);
-            if (c.rank < last) {
-                check(&c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, h_out, NULL),
-                      "step");
-                memcpy(out, buf, 24 + 8 * (size_t)u->size);
-                memcpy(out + 24 + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * T * d));
-                send_bytes(&c, c.rank + 1, TAG_FWD, out, want);
-                continue;
-            }
-            check(&c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, NULL, u->logits),
-                  "step");
-            if (!greedy) { /* one draw per live sequence from its own stream */
-                for (int64_t i = 0; i < u->size; i++)
-                    draw[i] = nn[i] > 0 ? (float)clf_rng_uniform(&rng[u->off + i], 0.0, 1.0) : 0.0f;
-                check(&c, ctx, clf_tensor_write(u->u, draw, sizeof(float) * (size_t)u->size),
-                      "draws");
-            }
-            check(&c, ctx, clf_sample(ctx, u->logits, sp, u->u, u->seen, u->am), "sampling");
-            check(&c, ctx, clf_tensor_read(u->am, picks, 4 * (size_t)u->size), "sampling");
-            char *tm = out;
-            memcpy(tm, &k, 8);
-            memcpy(tm + 8, picks, 4 * (size_t)u->size);
-            send_bytes(&c, 0, TAG_TOK, tm, 8 + 4 * (size_t)u->size);
-        }
-        free(picks);
-        free(draw);
-    }
-    const double t1 = now_s();
-
-    /* what crossed each boundary */
-    if (c.rank > 0 && c.rank < last) {
-        const int64_t v[2] = {c.msgs, c.bytes};
-        send_bytes(&c, 0, TAG_COUNT, v, 16);
-    } else if (c.rank == 0) {
-        for (int r = 0; r < last; r++) {
-            int64_t v[2] = {c.msgs, c.bytes};
-            if (r > 0) {
-                recv_bytes(&c, r, TAG_COUNT, &buf, &cap);
-                memcpy(v, buf, 16);
-            }
-            if (job->stats)
-                fprintf(stderr,
-                        "boundary %d -> %d: %lld messages, %.1f kB (%.2f messages, %.1f kB per "
-                        "generated token)\n",
-                        r, r + 1, (long long)v[0], (double)v[1] / 1e3,
-                        produced ? (double)v[0] / (double)produced : 0.0,
-                        produced ? (double)v[1] / 1e3 / (double)produced : 0.0);
-        }
-        if (job->stats) {
-            fprintf(stderr, "prompt: %lld x %lld tokens, %.1f tokens/s (to the first new token)\n",
-                    (long long)B, (long long)n,
-                    t_first > t0 ? (double)(B * n) / (t_first - t0) : 0.0);
-            fprintf(stderr,
-                    "generated: %lld tokens, %.1f tokens/s over %d ranks, %lld micro-batches\n",
-                    (long long)produced,
-                    produced > B && t1 > t_first ? (double)(produced - B) / (t1 - t_first) : 0.0,
-                    c.world, (long long)M);
-        }
-    }
-    for (int64_t k = 0; k < M; k++) {
-        clf_lm_state_free(mb[k].s);
-        clf_tensor *ts[] = {mb[k].ids, mb[k].ids1, mb[k].logits, mb[k].am, mb[k].u, mb[k].seen};
-        for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-            clf_tensor_free(ts[i]);
-    }
-    free(mb);
-    free(h_in);
-    free(h_out);
-    free(out);
-    free(rng);
+    pipeline(&c, job, ctx, m, &in, prompt, n, B, tokens, counts, &buf, &cap, !job->warmup);
+    if (job->warmup) /* the same again, timed: every program is built now */
+        pipeline(&c, job, ctx, m, &in, prompt, n, B, tokens, counts, &buf, &cap, 1);
     free(prompt);
     free(buf);
     clf_lm_free(m);

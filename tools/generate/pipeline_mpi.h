@@ -17,8 +17,10 @@ typedef struct gen_job {
     const char *split;      /* --split: the ranks' shares of the layers (default: equal) */
     int64_t batch;          /* sequences: copies of the prompt */
     int64_t micro;          /* micro-batches in flight (0: one per rank, at most the batch) */
+    int64_t chunk;          /* prompt positions per prefill message (0: about 4 per rank) */
     double timeout;         /* seconds any wait for another rank may take */
     int stats;
+    int warmup; /* run the whole generation once before the one that counts (and prints) */
 } gen_job;
 
 /* Runs job on every rank of MPI_COMM_WORLD (more than one). Rank 0 gives the prompt (ids, n) and
