@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # clformer against llama.cpp's CPU backend on the same GGUF files, in one run: prefill (a
 # 128-token prompt) and decode (32 tokens) tokens/s of clformer-generate (on the default or given
-# OpenCL device) and of llama-bench (pp128, tg32, every core), interleaved run by run, medians
-# and ratios printed per type, with the CPU model and its vector ISA.
+# OpenCL device; --warmup: timed after one whole untimed run, as llama-bench times after its
+# warm-up) and of llama-bench (pp128, tg32, every core), interleaved run by run, medians and
+# ratios printed per type, with the CPU model and its vector ISA.
 #
 # The files: tools/make_bench_gguf.py writes clformer-bench's 124 M Llama shape in F16, and
 # llama-quantize --pure makes Q8_0, Q4_0 and Q4_K (Q4_K_S) files of it, every tensor in the one
@@ -74,7 +75,7 @@ for t in ${types//,/ }; do
     "$gen" "${device[@]}" --model "$f" --ids "$ids" --max-new-tokens 2 --print-ids >/dev/null 2>&1
     cpp=() ctg=() lpp=() ltg=()
     for ((r = 0; r < reps; r++)); do
-        s=$("$gen" "${device[@]}" --model "$f" --ids "$ids" --max-new-tokens 33 --ignore-eos --print-ids --stats 2>&1 >/dev/null)
+        s=$("$gen" "${device[@]}" --model "$f" --ids "$ids" --max-new-tokens 33 --ignore-eos --print-ids --stats --warmup 2>&1 >/dev/null)
         cpp+=("$(echo "$s" | sed -n 's/^prompt: .*tokens, \([0-9.]*\) tokens\/s.*/\1/p')")
         ctg+=("$(echo "$s" | sed -n 's/^generated: .*tokens, \([0-9.]*\) tokens\/s.*/\1/p')")
         j=$("$lb" -m "$f" -p 128 -n 32 -t "$threads" -r 1 -o csv 2>/dev/null)
