@@ -14,6 +14,12 @@
 #include <string.h>
 
 static const int64_t k_lengths[] = {1, 3, 7, 64, 77, 384, 1000, 4097};
+/* The lengths a run takes: on a simulator (the Oclgrind label: races and uninitialized reads,
+ * not numbers) all but 4097, as 1000 already runs every loop over several work-group chunks with
+ * a tail; 4097 was three quarters of the label's time for this program. */
+static size_t n_lengths(void) {
+    return sizeof(k_lengths) / sizeof(k_lengths[0]) - (harness_on_simulator() ? 1 : 0);
+}
 
 static double tol_rel(int64_t n) {
     return (double)(n + 16) * 5.9604644775390625e-8;
@@ -73,7 +79,7 @@ static void test_unmasked_shapes(void **state) {
     rng_seed(11);
     for (int s = 0; s < 3; s++) {
         use_tunables("softmax", k_styles[s].vw, k_styles[s].wg, k_styles[s].rpg);
-        for (size_t li = 0; li < sizeof(k_lengths) / sizeof(k_lengths[0]); li++) {
+        for (size_t li = 0; li < n_lengths(); li++) {
             int64_t n = k_lengths[li];
             int ndim = 1 + (int)(li % 4); /* 0 to 3 leading dims */
             int64_t shape[4];
@@ -95,7 +101,7 @@ static void test_masks(void **state) {
     rng_seed(12);
     for (int s = 0; s < 3; s++) {
         use_tunables("softmax", k_styles[s].vw, k_styles[s].wg, k_styles[s].rpg);
-        for (size_t li = 0; li < sizeof(k_lengths) / sizeof(k_lengths[0]); li++) {
+        for (size_t li = 0; li < n_lengths(); li++) {
             const int64_t nk = k_lengths[li], batch = 3, heads = 2, nq = 5;
             int64_t shape4[4] = {batch, heads, nq, nk};
             int64_t shape3[3] = {batch, nq, nk};
