@@ -205,3 +205,28 @@ def test_two_threads_two_models(device_spec, models):
         m.close()
     assert not failed, failed
     assert got == [want, want]
+
+
+@pytest.mark.parametrize("name", ["llama_gqa", "llama_deep_q4_0.gguf"])
+def test_split_over_devices(device_spec, models, name):
+    """devices=[...] splits the model by layers over one context each (split: their shares):
+    the same greedy ids as on one context; bad splits are refused and leave nothing open."""
+    spec = device_spec or "cpu"
+    prompts = [[1, 2, 3, 4, 5], [6, 7]]
+    want = models(name).generate_ids(prompts, max_new_tokens=12, ignore_eos=True)
+    shares = [1, 2] if name == "llama_gqa" else [1, 3, 1]
+    lm = clformer.LM(_path(name), devices=[spec] * len(shares), split=shares)
+    try:
+        assert lm.generate_ids(prompts, max_new_tokens=12, ignore_eos=True) == want
+        assert lm.info.layers >= len(shares)
+    finally:
+        lm.close()
+    assert lm.context.closed
+    with pytest.raises(clformer.InvalidArgumentError, match="stages for a model of 2 layers"):
+        clformer.LM(_path("llama_gqa"), devices=[spec] * 3)
+    with pytest.raises(clformer.InvalidArgumentError, match="share"):
+        clformer.LM(_path("llama_gqa"), devices=[spec] * 2, split=[1, 0])
+    with pytest.raises(clformer.InvalidArgumentError, match="2 shares for 3 devices"):
+        clformer.LM(_path("llama_gqa"), devices=[spec] * 3, split=[1, 1])
+    with pytest.raises(clformer.InvalidArgumentError, match="not both"):
+        clformer.LM(_path("llama_gqa"), device=spec, devices=[spec, spec])

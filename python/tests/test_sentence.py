@@ -153,3 +153,19 @@ def test_memory_flat_over_1000_batches(model, fixtures):
     # a leak of each batch's (2, 384) output alone would be +3 100 KiB of heap
     assert heap < 512, f"the heap in use grew {heap} KiB over 1000 batches"
     assert rss < 8 * 1024, f"RSS grew {rss} KiB over 1000 batches"
+
+
+def test_split_over_devices(model, fixtures, device_spec):
+    """devices=[...] splits the encoder by layers (2 + 4 here): the same embeddings."""
+    if "llvmpipe" in model.context.device.name.lower():
+        pytest.skip("MiniLM twice more on llvmpipe: about 30 s; the split runs on PoCL, and "
+                    "test_minilm splits it over rusticl and PoCL")
+    texts, want = fixtures
+    spec = device_spec or "cpu"
+    split = clformer.SentenceModel(minilm_dir(), devices=[spec, spec], split=[1, 2])
+    try:
+        got = split.encode(texts[:6], batch_size=4)
+    finally:
+        split.close()
+    assert np.abs(got - model.encode(texts[:6], batch_size=4)).max() <= 1e-5
+    assert cosines(got, want[:6]).min() >= 0.99999

@@ -24,9 +24,57 @@ class _Model(Closeable):
     _free: Callable[[int], None]
     _what = "the model"
 
-    def _attach(self, context: Optional[Context], device: DeviceSpec) -> None:
+    def _attach(self, context: Optional[Context], device: DeviceSpec,
+                devices: Optional[Sequence[DeviceSpec]] = None) -> None:
         self._handle: Optional[int] = None
-        self.context, self._owns_context = resolve_context(context, device)
+        self._stages: list[Context] = []  # a split model's own contexts after the first
+        if devices is None:
+            self.context, self._owns_context = resolve_context(context, device)
+            return
+        if context is not None or device is not None:
+            raise InvalidArgumentError(-1000, "give devices, or a device or a context, not both")
+        if isinstance(devices, (str, bytes)) or len(devices) < 1:
+            raise InvalidArgumentError(-1000, "devices must be a list of one or more device specs")
+        made: list[Context] = []
+        try:
+            for d in devices:
+                made.append(Context(d))
+        except BaseException:
+            for c in made:
+                c.close()
+            raise
+        self.context, self._owns_context = made[0], True
+        self._stages = made[1:]
+
+    def _load_split(self, fn: Callable[..., int], split: Optional[Sequence[float]],
+                    *args: object) -> None:
+        """Loads through fn(contexts, n, shares, *args, &handle) over the model's contexts."""
+        ctx = self.context
+        every = [ctx] + self._stages
+        handles = (ctypes.c_void_p * len(every))(*[c._h() for c in every])
+        shares = None
+        if split is not None:
+            if len(split) != len(every):
+                self._close_contexts()
+                raise InvalidArgumentError(
+                    -1000, f"split gives {len(split)} shares for {len(every)} devices")
+            shares = (ctypes.c_double * len(every))(*[float(x) for x in split])
+        h = ctypes.c_void_p()
+        try:
+            with ctx._lock:
+                ctx._check(fn(handles, len(every), shares, *args, ctypes.byref(h)))
+                self._handle = h.value
+                ctx._adopt(self)
+        except BaseException:
+            self._close_contexts()
+            raise
+
+    def _close_contexts(self) -> None:
+        for c in self._stages:
+            c.close()
+        self._stages = []
+        if self._owns_context:
+            self.context.close()
 
     def _load(self, fn: Callable[..., int], *args: object) -> None:
         ctx = self.context
@@ -50,8 +98,7 @@ class _Model(Closeable):
                 self._release()
                 type(self)._free(self._handle)
                 self._handle = None
-        if self._owns_context:
-            ctx.close()
+        self._close_contexts()
 
     def _release(self) -> None:
         pass
@@ -81,7 +128,9 @@ class SentenceModel(_Model):
     """A sentence-transformers model folder with a BERT encoder (e.g. all-MiniLM-L6-v2), with
     the shape of sentence-transformers' ``SentenceTransformer``.
 
-    ``device`` or ``context`` choose where it runs (neither: the default context); ``weights``:
+    ``device`` or ``context`` choose where it runs (neither: the default context); ``devices``
+    (a list of specs) splits it by layers over one new context each, ``split`` their shares of
+    the layers (default: their memory), as ``clf_sentence_model_load_split``; ``weights``:
     how the linear layers are kept on the device, ``"f32"``, ``"f16"``, ``"bf16"``, ``"q8_0"``,
     ``"q4_0"``, ``"q4_k"`` or ``"q6_k"`` (the math is fp32 whatever the storage).
     """
@@ -90,10 +139,16 @@ class SentenceModel(_Model):
     _what = "the SentenceModel"
 
     def __init__(self, path: Union[str, os.PathLike], device: DeviceSpec = None,
-                 weights: str = "f32", *, context: Optional[Context] = None):
-        self._attach(context, device)
+                 weights: str = "f32", *, context: Optional[Context] = None,
+                 devices: Optional[Sequence[DeviceSpec]] = None,
+                 split: Optional[Sequence[float]] = None):
+        self._attach(context, device, devices)
         params = _load_params(weights, None)
-        self._load(lib.clf_sentence_model_load_with, cstr(path), ctypes.byref(params))
+        if devices is None and split is None:
+            self._load(lib.clf_sentence_model_load_with, cstr(path), ctypes.byref(params))
+        else:
+            self._load_split(lib.clf_sentence_model_load_split, split, cstr(path),
+                             ctypes.byref(params))
         self.dim: int = int(lib.clf_sentence_model_dim(self._handle))
         self.max_seq_length: int = int(lib.clf_sentence_model_max_len(self._handle))
 
@@ -284,7 +339,10 @@ class LM(_Model):
     ``weights``: the linear layers' storage for a folder's (or a GGUF file's F32) weights,
     ``"f32"`` (default), ``"f16"``, ``"bf16"``, ``"q8_0"``, ``"q4_0"``, ``"q4_k"``, ``"q6_k"``;
     a GGUF file's quantized tensors keep their types. ``kv_cache``: ``"f32"`` or ``"f16"``.
-    ``tokenizer``: a tokenizer.json to use instead of the model's own.
+    ``tokenizer``: a tokenizer.json to use instead of the model's own. ``devices`` (a list of
+    device specs) splits the model by layers over one new context each, a pipeline whose stages
+    pass the hidden state through the host; ``split`` gives their shares of the layers (default:
+    each device's memory), as ``clf_lm_load_split``.
     """
 
     _free = staticmethod(lib.clf_lm_free)
@@ -293,11 +351,16 @@ class LM(_Model):
     def __init__(self, path: Union[str, os.PathLike], device: DeviceSpec = None,
                  weights: Optional[str] = None, kv_cache: str = "f32", *,
                  context: Optional[Context] = None,
-                 tokenizer: Optional[Union[str, os.PathLike]] = None):
+                 tokenizer: Optional[Union[str, os.PathLike]] = None,
+                 devices: Optional[Sequence[DeviceSpec]] = None,
+                 split: Optional[Sequence[float]] = None):
         self._tok: Optional[_Tokenizer] = None
-        self._attach(context, device)
+        self._attach(context, device, devices)
         params = _load_params(weights, kv_cache)
-        self._load(lib.clf_lm_load_with, cstr(path), ctypes.byref(params))
+        if devices is None and split is None:
+            self._load(lib.clf_lm_load_with, cstr(path), ctypes.byref(params))
+        else:
+            self._load_split(lib.clf_lm_load_split, split, cstr(path), ctypes.byref(params))
         path = os.fspath(path)
         try:
             if tokenizer is not None:
