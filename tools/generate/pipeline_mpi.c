@@ -13,8 +13,8 @@
  *   tok   last -> rank 0: int64 micro-batch, then Bk int32 sampled ids
  *   info  rank r -> 0 after loading: int64 first layer, layers, weight bytes, then the device name
  *   count rank r -> 0 at the end: int64 messages and bytes it sent forward
- * Every wait is bounded (gen_job.timeout): past it the rank prints which rank it waited for and
- * aborts the job. Sampling draws from each sequence's own stream as clf_lm_generate does, so the
+ * Every wait is bounded (gen_job.timeout; the messaging is mpi_net.c): past it the rank prints
+ * which rank it waited for and aborts the job. Sampling draws from each sequence's own stream as clf_lm_generate does, so the
  * tokens equal the one-process run's.
  *
  * Test hook: CLF_MPI_DIE_AT="RANK:STEP" makes rank RANK kill itself (SIGKILL) before its STEP-th
@@ -22,160 +22,13 @@
  * device or link), which the other ranks' bounded waits must catch.
  */
 #include "pipeline_mpi.h"
+#include "mpi_net.h"
 #include "../../src/rng.h"
 
 #include <mpi.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-enum { TAG_JOB = 1, TAG_FWD, TAG_TOK, TAG_INFO, TAG_COUNT };
-enum { HDR = 32 }; /* a fwd message's header bytes */
-
-/* A send in flight: its own copy of the message, so the rank computes on while it travels. */
-typedef struct slot {
-    MPI_Request req;
-    char *buf;
-    size_t cap;
-    int busy, peer;
-} slot;
-enum { SLOTS = 4 };
-
-typedef struct net {
-    int rank, world;
-    slot ring[SLOTS]; /* the stream's sends in flight (fwd), oldest reused first */
-    int next;
-    double timeout;
-    int64_t msgs, bytes; /* sent forward (fwd messages) */
-    int die_at;          /* the test hook's step, -1: none */
-    int hang;            /* the test hook hangs instead of dying */
-    int64_t steps;
-} net;
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void die(const net *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "\nclformer-generate: rank %d: ", c->rank);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "; stopping every rank\n");
-    va_end(ap);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
-}
-
-static void pause_briefly(void) {
-    const struct timespec t = {0, 20000}; /* 20 us */
-    nanosleep(&t, NULL);
-}
-
-static void send_bytes(net *c, int peer, int tag, const void *buf, size_t len) {
-    MPI_Request r;
-    MPI_Isend(buf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
-    const double t0 = now_s();
-    for (int done = 0;;) {
-        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        if (done) break;
-        if (now_s() - t0 > c->timeout)
-            die(c, "rank %d did not take a message within %.0f s", peer, c->timeout);
-        pause_briefly();
-    }
-}
-
-/* Waits (bounded) until slot q's send completed. */
-static void finish(net *c, slot *q) {
-    if (!q->busy) return;
-    const double t0 = now_s();
-    for (int done = 0;;) {
-        MPI_Test(&q->req, &done, MPI_STATUS_IGNORE);
-        if (done) break;
-        if (now_s() - t0 > c->timeout)
-            die(c, "rank %d did not take a message within %.0f s", q->peer, c->timeout);
-        pause_briefly();
-    }
-    q->busy = 0;
-}
-
-/* A stream message posted, not waited for (MPI keeps the order of one sender's messages to one
- * receiver): the rank goes on computing while the receiver takes it. */
-static void post_bytes(net *c, int peer, const void *data, size_t len) {
-    slot *q = &c->ring[c->next];
-    c->next = (c->next + 1) % SLOTS;
-    finish(c, q);
-    if (len > q->cap) {
-        char *g = realloc(q->buf, len);
-        if (!g) die(c, "out of host memory for a message of %zu bytes", len);
-        q->buf = g;
-        q->cap = len;
-    }
-    memcpy(q->buf, data, len);
-    q->peer = peer;
-    MPI_Isend(q->buf, (int)len, MPI_BYTE, peer, TAG_FWD, MPI_COMM_WORLD, &q->req);
-    q->busy = 1;
-    c->msgs++;
-    c->bytes += (int64_t)len;
-}
-
-/* Every posted send completed, the ring's buffers freed. */
-static void drain(net *c) {
-    for (int i = 0; i < SLOTS; i++) {
-        finish(c, &c->ring[i]);
-        free(c->ring[i].buf);
-        c->ring[i].buf = NULL;
-        c->ring[i].cap = 0;
-    }
-}
-
-/* The next message of tag from peer into *buf (grown as needed); its length. */
-static size_t recv_bytes(net *c, int peer, int tag, char **buf, size_t *cap) {
-    MPI_Status st;
-    const double t0 = now_s();
-    for (int flag = 0;;) {
-        MPI_Iprobe(peer, tag, MPI_COMM_WORLD, &flag, &st);
-        if (flag) break;
-        if (now_s() - t0 > c->timeout)
-            die(c, "no message from rank %d within %.0f s", peer, c->timeout);
-        pause_briefly();
-    }
-    int len = 0;
-    MPI_Get_count(&st, MPI_BYTE, &len);
-    if ((size_t)len > *cap) {
-        char *g = realloc(*buf, (size_t)len);
-        if (!g) die(c, "out of host memory for a message of %d bytes", len);
-        *buf = g;
-        *cap = (size_t)len;
-    }
-    MPI_Recv(*buf, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    return (size_t)len;
-}
-
-static void check(const net *c, clf_context *ctx, clf_status st, const char *what) {
-    if (st != CLF_SUCCESS)
-        die(c, "%s: %s (%s)", what, clf_context_last_error(ctx), clf_strerror(st));
-}
-
-/* The test hook: a crash before this rank's next stage step. */
-static void maybe_die(net *c) {
-    if (c->die_at >= 0 && c->steps++ == c->die_at) {
-        fprintf(stderr, "clformer-generate: rank %d: CLF_MPI_DIE_AT: %s\n", c->rank,
-                c->hang ? "hanging" : "killing itself");
-        fflush(stderr);
-        if (c->hang)
-            for (;;)
-                sleep(3600);
-        raise(SIGKILL);
-    }
-}
 
 /* This rank's context: --devices' spec r (mod their count), --device, else on a node with
  * several GPUs the one of its local rank, else the default. */
@@ -191,7 +44,7 @@ static clf_context *open_context(const net *c, const gen_job *job) {
             p = strchr(p, ',') + 1;
         const char *e = strchr(p, ',');
         const size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == 0 || len >= sizeof(spec)) die(c, "bad --devices list '%s'", job->devices);
+        if (len == 0 || len >= sizeof(spec)) mpi_die(c, "bad --devices list '%s'", job->devices);
         memcpy(spec, p, len);
         use = spec;
     } else if (!use && !getenv("CLF_DEVICE")) {
@@ -217,7 +70,7 @@ static clf_context *open_context(const net *c, const gen_job *job) {
     p.device_spec = use;
     p.error = &msg;
     clf_context *ctx = NULL;
-    if (clf_context_create(&ctx, &p) != CLF_SUCCESS) die(c, "%s", msg.message);
+    if (clf_context_create(&ctx, &p) != CLF_SUCCESS) mpi_die(c, "%s", msg.message);
     return ctx;
 }
 
@@ -228,16 +81,17 @@ static void plan(const net *c, const gen_job *job, const clf_lm_info *in, int64_
     const int n = c->world;
     const int64_t layers = in->layers;
     if (n > layers)
-        die(c, "%d ranks for a model of %lld layers (one stage per rank)", n, (long long)layers);
+        mpi_die(c, "%d ranks for a model of %lld layers (one stage per rank)", n,
+                (long long)layers);
     double w[256], total = 0;
-    if (n > 256) die(c, "at most 256 ranks");
+    if (n > 256) mpi_die(c, "at most 256 ranks");
     const char *s = job->split;
     for (int i = 0; i < n; i++) {
         char *end = NULL;
         w[i] = s ? strtod(s, &end) : 1.0;
         if (s && (end == s || !(w[i] > 0) || (*end && *end != ',') || (!*end && i < n - 1) ||
                   (*end == ',' && i == n - 1)))
-            die(c, "--split '%s' must give %d positive shares, one per rank", job->split, n);
+            mpi_die(c, "--split '%s' must give %d positive shares, one per rank", job->split, n);
         if (s) s = *end ? end + 1 : end;
         total += w[i];
     }
@@ -308,7 +162,7 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
     float *h_out = malloc(sizeof(float) * (size_t)((B / M + 1) * n * d));
     char *out = malloc(8 * (size_t)(4 + B) + sizeof(float) * (size_t)((B / M + 1) * n * d));
     clf_rng *rng = malloc(sizeof(clf_rng) * (size_t)B);
-    if (!mb || !h_in || !h_out || !out || !rng) die(c, "out of host memory");
+    if (!mb || !h_in || !h_out || !out || !rng) mpi_die(c, "out of host memory");
     const clf_sampling_params *sp = &job->gp.sampling;
     const int greedy = sp->temperature <= 0.0f, penalty = sp->repetition_penalty != 1.0f;
     for (int64_t b = 0; b < B; b++) /* as clf_lm_generate seeds each sequence */
@@ -319,32 +173,32 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
         u->size = B / M + (k < B % M);
         off += u->size;
         u->live = 1;
-        check(c, ctx, clf_lm_state_create(m, u->size, n + max_new, &u->s), "a state");
+        mpi_check(c, ctx, clf_lm_state_create(m, u->size, n + max_new, &u->s), "a state");
         if (c->rank == 0) {
             const int64_t s1[2] = {u->size, 1};
-            check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, s1, &u->ids1), "ids");
+            mpi_check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, s1, &u->ids1), "ids");
         }
         if (c->rank == last) {
             const int64_t ls[2] = {u->size, V};
-            check(c, ctx, clf_tensor_create(ctx, CLF_F32, 2, ls, &u->logits), "logits");
-            check(c, ctx, clf_tensor_create(ctx, CLF_I32, 1, &u->size, &u->am), "ids");
-            check(c, ctx, clf_tensor_create(ctx, CLF_F32, 1, &u->size, &u->u), "draws");
-            check(c, ctx, clf_tensor_fill(u->u, 0.0), "draws");
+            mpi_check(c, ctx, clf_tensor_create(ctx, CLF_F32, 2, ls, &u->logits), "logits");
+            mpi_check(c, ctx, clf_tensor_create(ctx, CLF_I32, 1, &u->size, &u->am), "ids");
+            mpi_check(c, ctx, clf_tensor_create(ctx, CLF_F32, 1, &u->size, &u->u), "draws");
+            mpi_check(c, ctx, clf_tensor_fill(u->u, 0.0), "draws");
             if (penalty) { /* the prompt's tokens, seen by every sequence */
                 int32_t *h = calloc((size_t)(u->size * V), 4);
-                if (!h) die(c, "out of host memory");
+                if (!h) mpi_die(c, "out of host memory");
                 for (int64_t i = 0; i < u->size; i++)
                     for (int64_t t = 0; t < n; t++)
                         h[i * V + prompt[t]] = 1;
-                check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, ls, &u->seen), "seen");
-                check(c, ctx, clf_tensor_write(u->seen, h, 4 * (size_t)(u->size * V)), "seen");
+                mpi_check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, ls, &u->seen), "seen");
+                mpi_check(c, ctx, clf_tensor_write(u->seen, h, 4 * (size_t)(u->size * V)), "seen");
                 free(h);
             }
         }
     }
 
     /* the pipeline */
-    const double t0 = now_s();
+    const double t0 = mpi_now();
     double t_first = 0;
     int64_t produced = 0, first_tokens = 0;
     int64_t live = M;
@@ -352,7 +206,7 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
         unsigned char *done = calloc((size_t)B, 1);
         int32_t *next = malloc(4 * (size_t)B);
         int64_t *nn = malloc(8 * (size_t)B);
-        if (!done || !next || !nn) die(c, "out of host memory");
+        if (!done || !next || !nn) mpi_die(c, "out of host memory");
         for (int64_t b = 0; b < B * max_new; b++)
             tokens[b] = -1;
         for (int64_t b = 0; b < B; b++)
@@ -365,7 +219,7 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
             if (chunk < 8) chunk = 8;
         }
         int32_t *h = malloc(4 * (size_t)((B / M + 1) * chunk));
-        if (!h) die(c, "out of host memory");
+        if (!h) mpi_die(c, "out of host memory");
         for (int64_t at = 0; at < n; at += chunk) {
             const int64_t T = n - at < chunk ? n - at : chunk;
             for (int64_t k = 0; k < M; k++) {
@@ -374,30 +228,30 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
                 clf_tensor *x = NULL;
                 for (int64_t i = 0; i < u->size; i++)
                     memcpy(h + i * T, prompt + at, 4 * (size_t)T);
-                check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, shape, &x), "ids");
-                check(c, ctx, clf_tensor_write(x, h, 4 * (size_t)(u->size * T)), "ids");
-                maybe_die(c);
-                check(c, ctx, clf_lm_state_step_stage(u->s, x, NULL, T, NULL, h_out, NULL),
-                      "prefill");
+                mpi_check(c, ctx, clf_tensor_create(ctx, CLF_I32, 2, shape, &x), "ids");
+                mpi_check(c, ctx, clf_tensor_write(x, h, 4 * (size_t)(u->size * T)), "ids");
+                mpi_maybe_die(c);
+                mpi_check(c, ctx, clf_lm_state_step_stage(u->s, x, NULL, T, NULL, h_out, NULL),
+                          "prefill");
                 clf_tensor_free(x);
                 const int64_t hd[4] = {k, T, 0, at + T == n};
                 memcpy(out, hd, HDR);
                 for (int64_t i = 0; i < u->size; i++)
                     memcpy(out + HDR + 8 * i, &T, 8);
                 memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * T * d));
-                post_bytes(c, 1, out,
-                           HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d));
+                mpi_post(c, 1, out,
+                         HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d));
             }
         }
         free(h);
         while (live > 0) {
-            recv_bytes(c, last, TAG_TOK, buf, cap);
+            mpi_recv(c, last, TAG_TOK, buf, cap);
             int64_t k;
             memcpy(&k, *buf, 8);
             if (k < 0 || k >= M || !mb[k].live)
-                die(c, "a token message for micro-batch %lld", (long long)k);
+                mpi_die(c, "a token message for micro-batch %lld", (long long)k);
             micro *u = &mb[k];
-            if (++first_tokens == M) t_first = now_s(); /* every micro-batch's prefill is done */
+            if (++first_tokens == M) t_first = mpi_now(); /* every micro-batch's prefill is done */
             int any = 0;
             for (int64_t i = 0; i < u->size; i++) {
                 const int64_t b = u->off + i;
@@ -423,20 +277,20 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
             }
             if (!any) { /* every sequence of the micro-batch is done: stop it along the line */
                 const int64_t hd[4] = {k, 0, 1, 0};
-                post_bytes(c, 1, hd, HDR);
+                mpi_post(c, 1, hd, HDR);
                 u->live = 0;
                 live--;
                 continue;
             }
-            maybe_die(c);
-            check(c, ctx, clf_tensor_write(u->ids1, next, 4 * (size_t)u->size), "ids");
-            check(c, ctx, clf_lm_state_step_stage(u->s, u->ids1, NULL, 1, nn, h_out, NULL), "step");
+            mpi_maybe_die(c);
+            mpi_check(c, ctx, clf_tensor_write(u->ids1, next, 4 * (size_t)u->size), "ids");
+            mpi_check(c, ctx, clf_lm_state_step_stage(u->s, u->ids1, NULL, 1, nn, h_out, NULL),
+                      "step");
             const int64_t hd[4] = {k, 1, 0, 1};
             memcpy(out, hd, HDR);
             memcpy(out + HDR, nn, 8 * (size_t)u->size);
             memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * d));
-            post_bytes(c, 1, out,
-                       HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * d));
+            mpi_post(c, 1, out, HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * d));
         }
         free(done);
         free(next);
@@ -444,66 +298,66 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
     } else {
         int32_t *picks = malloc(4 * (size_t)(B / M + 1));
         float *draw = malloc(sizeof(float) * (size_t)(B / M + 1));
-        if (!picks || !draw) die(c, "out of host memory");
+        if (!picks || !draw) mpi_die(c, "out of host memory");
         while (live > 0) {
-            const size_t len = recv_bytes(c, c->rank - 1, TAG_FWD, buf, cap);
+            const size_t len = mpi_recv(c, c->rank - 1, TAG_FWD, buf, cap);
             int64_t hd[4];
             memcpy(hd, *buf, HDR);
             const int64_t k = hd[0], T = hd[1];
             if (k < 0 || k >= M || !mb[k].live)
-                die(c, "a message for micro-batch %lld", (long long)k);
+                mpi_die(c, "a message for micro-batch %lld", (long long)k);
             micro *u = &mb[k];
             if (hd[2]) { /* stopped */
-                if (c->rank < last) post_bytes(c, c->rank + 1, hd, HDR);
+                if (c->rank < last) mpi_post(c, c->rank + 1, hd, HDR);
                 u->live = 0;
                 live--;
                 continue;
             }
             const size_t want =
                 HDR + 8 * (size_t)u->size + sizeof(float) * (size_t)(u->size * T * d);
-            if (T < 1 || T > n || len != want) die(c, "a malformed stream message");
+            if (T < 1 || T > n || len != want) mpi_die(c, "a malformed stream message");
             const int64_t *nn = (const int64_t *)(*buf + HDR);
             memcpy(h_in, *buf + HDR + 8 * u->size, sizeof(float) * (size_t)(u->size * T * d));
-            maybe_die(c);
+            mpi_maybe_die(c);
             if (c->rank < last) {
-                check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, h_out, NULL),
-                      "step");
+                mpi_check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, h_out, NULL),
+                          "step");
                 memcpy(out, *buf, HDR + 8 * (size_t)u->size);
                 memcpy(out + HDR + 8 * u->size, h_out, sizeof(float) * (size_t)(u->size * T * d));
-                post_bytes(c, c->rank + 1, out, want);
+                mpi_post(c, c->rank + 1, out, want);
                 continue;
             }
-            check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, NULL, u->logits),
-                  "step");
+            mpi_check(c, ctx, clf_lm_state_step_stage(u->s, NULL, h_in, T, nn, NULL, u->logits),
+                      "step");
             if (!hd[3]) continue; /* a prompt chunk before the last: nothing to sample yet */
             if (!greedy) {        /* one draw per live sequence from its own stream */
                 for (int64_t i = 0; i < u->size; i++)
                     draw[i] = nn[i] > 0 ? (float)clf_rng_uniform(&rng[u->off + i], 0.0, 1.0) : 0.0f;
-                check(c, ctx, clf_tensor_write(u->u, draw, sizeof(float) * (size_t)u->size),
-                      "draws");
+                mpi_check(c, ctx, clf_tensor_write(u->u, draw, sizeof(float) * (size_t)u->size),
+                          "draws");
             }
-            check(c, ctx, clf_sample(ctx, u->logits, sp, u->u, u->seen, u->am), "sampling");
-            check(c, ctx, clf_tensor_read(u->am, picks, 4 * (size_t)u->size), "sampling");
+            mpi_check(c, ctx, clf_sample(ctx, u->logits, sp, u->u, u->seen, u->am), "sampling");
+            mpi_check(c, ctx, clf_tensor_read(u->am, picks, 4 * (size_t)u->size), "sampling");
             char *tm = out;
             memcpy(tm, &k, 8);
             memcpy(tm + 8, picks, 4 * (size_t)u->size);
-            send_bytes(c, 0, TAG_TOK, tm, 8 + 4 * (size_t)u->size);
+            mpi_send(c, 0, TAG_TOK, tm, 8 + 4 * (size_t)u->size);
         }
         free(picks);
         free(draw);
     }
-    drain(c);
-    const double t1 = now_s();
+    mpi_drain(c);
+    const double t1 = mpi_now();
 
     /* what crossed each boundary */
     if (c->rank > 0 && c->rank < last) {
         const int64_t v[2] = {c->msgs, c->bytes};
-        send_bytes(c, 0, TAG_COUNT, v, 16);
+        mpi_send(c, 0, TAG_COUNT, v, 16);
     } else if (c->rank == 0) {
         for (int r = 0; r < last; r++) {
             int64_t v[2] = {c->msgs, c->bytes};
             if (r > 0) {
-                recv_bytes(c, r, TAG_COUNT, buf, cap);
+                mpi_recv(c, r, TAG_COUNT, buf, cap);
                 memcpy(v, *buf, 16);
             }
             if (job->stats && timed)
@@ -561,43 +415,43 @@ int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tok
     if (c.rank == 0) {
         const size_t len = 16 + 4 * (size_t)n;
         char *m = malloc(len);
-        if (!m) die(&c, "out of host memory");
+        if (!m) mpi_die(&c, "out of host memory");
         memcpy(m, &B, 8);
         memcpy(m + 8, &n, 8);
         memcpy(m + 16, ids, 4 * (size_t)n);
         for (int r = 1; r < c.world; r++)
-            send_bytes(&c, r, TAG_JOB, m, len);
+            mpi_send(&c, r, TAG_JOB, m, len);
         free(m);
         prompt = malloc(4 * (size_t)n);
-        if (!prompt) die(&c, "out of host memory");
+        if (!prompt) mpi_die(&c, "out of host memory");
         memcpy(prompt, ids, 4 * (size_t)n);
     } else {
-        const size_t len = recv_bytes(&c, 0, TAG_JOB, &buf, &cap);
+        const size_t len = mpi_recv(&c, 0, TAG_JOB, &buf, &cap);
         memcpy(&B, buf, 8);
         memcpy(&n, buf + 8, 8);
-        if (len != 16 + 4 * (size_t)n || B < 1 || n < 1) die(&c, "a malformed job message");
+        if (len != 16 + 4 * (size_t)n || B < 1 || n < 1) mpi_die(&c, "a malformed job message");
         prompt = malloc(4 * (size_t)n);
-        if (!prompt) die(&c, "out of host memory");
+        if (!prompt) mpi_die(&c, "out of host memory");
         memcpy(prompt, buf + 16, 4 * (size_t)n);
     }
 
     /* this rank's stage */
     clf_context *ctx = open_context(&c, job);
     clf_lm_info in;
-    check(&c, ctx, clf_lm_read_info(ctx, job->model, &in), "reading the model");
+    mpi_check(&c, ctx, clf_lm_read_info(ctx, job->model, &in), "reading the model");
     int64_t first[257];
     plan(&c, job, &in, first);
     clf_lm *m = NULL;
-    check(&c, ctx,
-          clf_lm_load_stage(ctx, job->model, &job->lp, first[c.rank], first[c.rank + 1], &m),
-          "loading its layers");
+    mpi_check(&c, ctx,
+              clf_lm_load_stage(ctx, job->model, &job->lp, first[c.rank], first[c.rank + 1], &m),
+              "loading its layers");
     const int64_t max_new = job->gp.max_new_tokens;
     if (n + max_new > in.max_positions)
-        die(&c, "%lld prompt tokens + %lld new ones exceed the model's %lld positions",
-            (long long)n, (long long)max_new, (long long)in.max_positions);
+        mpi_die(&c, "%lld prompt tokens + %lld new ones exceed the model's %lld positions",
+                (long long)n, (long long)max_new, (long long)in.max_positions);
     clf_stage me;
     int64_t one = 0;
-    check(&c, ctx, clf_lm_stages(m, &me, 1, &one), "its stage");
+    mpi_check(&c, ctx, clf_lm_stages(m, &me, 1, &one), "its stage");
     clf_device_info dev;
     clf_context_device_info(ctx, &dev);
     if (c.rank > 0) {
@@ -605,13 +459,13 @@ int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tok
         const int64_t v[3] = {me.first_layer, me.layers, me.weight_bytes};
         memcpy(msg, v, 24);
         memcpy(msg + 24, dev.name, sizeof(dev.name));
-        send_bytes(&c, 0, TAG_INFO, msg, sizeof(msg));
+        mpi_send(&c, 0, TAG_INFO, msg, sizeof(msg));
     } else {
         for (int r = 0; r < c.world; r++) {
             int64_t v[3] = {me.first_layer, me.layers, me.weight_bytes};
             const char *name = dev.name;
             if (r > 0) {
-                recv_bytes(&c, r, TAG_INFO, &buf, &cap);
+                mpi_recv(&c, r, TAG_INFO, &buf, &cap);
                 memcpy(v, buf, 24);
                 name = buf + 24;
             }
