@@ -323,6 +323,10 @@ clf_status clf__fail(clf_context *ctx, clf_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* A failure st recorded on src, stage `stage` of a model whose errors are reported on dst:
+ * src's message copied to dst, prefixed "stage N (device): " (nothing when src is dst). Returns
+ * st. */
+clf_status clf__relay_error(clf_context *dst, const clf_context *src, int stage, clf_status st);
 /* Formats a message into a caller's buffer (buf may be NULL or size 0: nothing written). */
 void clf__msg(char *buf, size_t size, const char *fmt, ...)
 #if defined(__GNUC__)

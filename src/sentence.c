@@ -102,13 +102,10 @@ void clf_sentence_model_free(clf_sentence_model *m) {
 
 /* A failure on ctx, one of m's stages, reported on m->ctx (naming the stage) too. */
 static clf_status relay(const clf_sentence_model *m, clf_context *ctx, clf_status st) {
-    if (st == CLF_SUCCESS || ctx == m->ctx) return st;
     int p = 0;
     while (p < m->n_parts - 1 && m->parts[p] && m->parts[p]->ctx != ctx)
         p++;
-    const char *msg = clf_context_last_error(ctx);
-    return clf__fail(m->ctx, st, "stage %d (%s): %s", p, ctx->info.name,
-                     msg[0] ? msg : clf_strerror(st));
+    return clf__relay_error(m->ctx, ctx, p, st);
 }
 
 /* The stages' layers (split over n contexts), each checked against its device's memory. */

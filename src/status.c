@@ -217,3 +217,10 @@ clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what) {
     return clf__fail(ctx, CLF_ERROR_CLBLAST, "%s: CLBlast %s (%d)", what,
                      clblast_name((CLBlastStatusCode)code), code);
 }
+
+clf_status clf__relay_error(clf_context *dst, const clf_context *src, int stage, clf_status st) {
+    if (st == CLF_SUCCESS || !src || src == dst) return st;
+    const char *msg = clf_context_last_error(src);
+    return clf__fail(dst, st, "stage %d (%s): %s", stage, src->info.name,
+                     msg[0] ? msg : clf_strerror(st));
+}

@@ -12,13 +12,10 @@
 #include <string.h>
 
 clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st) {
-    if (st == CLF_SUCCESS || !ctx || ctx == m->ctx) return st;
     int p = 0;
     while (p < m->n_parts - 1 && m->parts[p].ctx != ctx)
         p++;
-    const char *msg = clf_context_last_error(ctx);
-    return clf__fail(m->ctx, st, "stage %d (%s): %s", p, ctx->info.name,
-                     msg[0] ? msg : clf_strerror(st));
+    return clf__relay_error(m->ctx, ctx, p, st);
 }
 
 double clf__matrix_bytes(clf_dtype dtype, int64_t rows, int64_t cols) {

@@ -252,6 +252,18 @@ static clf_status check_counts(clf_lm_state *s, int64_t T, const int64_t *n_new)
     return CLF_SUCCESS;
 }
 
+/* t as the checks on the model's first context see it: t itself, or (t on another of the
+ * model's contexts) a copy of its description in *copy naming the first context. */
+static const clf_tensor *as_first_context(const clf_lm *m, const clf_tensor *t, clf_tensor *copy) {
+    for (int p = 0; t && p < m->n_parts; p++)
+        if (t->ctx == m->parts[p].ctx) {
+            *copy = *t;
+            copy->ctx = m->ctx;
+            return copy;
+        }
+    return t;
+}
+
 /* Checks a step's arguments against the state; *all_t: logits hold every position. */
 static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
                              const clf_tensor *logits, int *all_t) {
@@ -261,20 +273,8 @@ static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64
     /* ids and logits may sit on any of the model's contexts (copied through the host where they
      * are not the first and the last stage's). */
     clf_tensor ids_c, logits_c;
-    for (int p = 0; ids && p < m->n_parts; p++)
-        if (ids->ctx == m->parts[p].ctx) {
-            ids_c = *ids;
-            ids_c.ctx = ctx;
-            ids = &ids_c;
-            break;
-        }
-    for (int p = 0; logits && p < m->n_parts; p++)
-        if (logits->ctx == m->parts[p].ctx) {
-            logits_c = *logits;
-            logits_c.ctx = ctx;
-            logits = &logits_c;
-            break;
-        }
+    ids = as_first_context(m, ids, &ids_c);
+    logits = as_first_context(m, logits, &logits_c);
     CLF_TRY(clf__check_ids(ctx, ids, NULL));
     CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
     const int64_t B = ids->shape[0], T = ids->shape[1];

@@ -14,8 +14,8 @@
  *   info  rank r -> 0 after loading: int64 first layer, layers, weight bytes, then the device name
  *   count rank r -> 0 at the end: int64 messages and bytes it sent forward
  * Every wait is bounded (gen_job.timeout; the messaging is mpi_net.c): past it the rank prints
- * which rank it waited for and aborts the job. Sampling draws from each sequence's own stream as clf_lm_generate does, so the
- * tokens equal the one-process run's.
+ * which rank it waited for and aborts the job. Sampling draws from each sequence's own stream as
+ * clf_lm_generate does, so the tokens equal the one-process run's.
  *
  * Test hook: CLF_MPI_DIE_AT="RANK:STEP" makes rank RANK kill itself (SIGKILL) before its STEP-th
  * stage step, as a crashed rank would; "RANK:STEP:hang" makes it stop answering instead (a hung
