@@ -23,6 +23,10 @@ void load_ref(const char *name, int64_t V, ref *r) {
     char dir[1024], path[1200];
     model_dir(name, dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/reference.safetensors", dir);
+    load_ref_file(path, V, r);
+}
+
+void load_ref_file(const char *path, int64_t V, ref *r) {
     clf_safetensors *st = NULL;
     clf_error err;
     if (clf_safetensors_open(path, &st, &err) != CLF_SUCCESS) fail_msg("%s", err.message);
@@ -77,4 +81,28 @@ double check_logits(const char *what, const char *model, const float *got, const
 clf_tensor *ids_tensor(int64_t b, int64_t t, const int32_t *data) {
     int64_t s[2] = {b, t};
     return tensor_from(CLF_I32, 2, s, data);
+}
+
+void check_ref_greedy(const char *name, clf_lm *m, const ref *r, int32_t eos) {
+    const int32_t *prompts[2] = {r->prompt0, r->prompt1};
+    const int64_t lens[2] = {9, 5};
+    int32_t tokens[40];
+    int64_t counts[2];
+    clf_generate_params gp = clf_generate_default_params();
+    gp.max_new_tokens = 20;
+    gp.ignore_eos = eos < 0;
+    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
+    const int32_t *want[2] = {r->greedy0, r->greedy1};
+    for (int b = 0; b < 2; b++) {
+        int64_t stop = 0;
+        while (stop < 20 && want[b][stop] != eos)
+            stop++;
+        assert_int_equal(counts[b], stop);
+        for (int t = 0; t < 20; t++) {
+            const int32_t w = t < stop ? want[b][t] : -1;
+            if (tokens[b * 20 + t] != w)
+                fail_msg("%s greedy sequence %d token %d: %d, transformers %d", name, b, t,
+                         tokens[b * 20 + t], w);
+        }
+    }
 }

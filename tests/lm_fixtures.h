@@ -22,6 +22,8 @@ typedef struct ref {
 void model_dir(const char *name, char *out, size_t size);
 /* The reference of model name (V its vocabulary); free r->logits. */
 void load_ref(const char *name, int64_t V, ref *r);
+/* The same from a reference file at path (tools/make_lm_gguf_refs.py writes them so). */
+void load_ref_file(const char *path, int64_t V, ref *r);
 /* The folder's model, loaded with the defaults on g_ctx, and its info. */
 clf_lm *load_model(const char *name, clf_lm_info *info);
 /* got (n) against want (n) (float64 values stored as F32): within tol (relative) of the largest.
@@ -31,6 +33,9 @@ double check_logits_tol(const char *what, const char *model, const float *got, c
 /* The bound of the F32 tests: 1e-4 of the largest logit. */
 double check_logits(const char *what, const char *model, const float *got, const float *want,
                     int64_t n, double scale);
+/* 20 greedy ids after each of r's two prompts equal to r's: with eos < 0 eos is ignored and all
+ * 20 come; else generation stops at eos (not emitted: -1 past the end). */
+void check_ref_greedy(const char *name, clf_lm *m, const ref *r, int32_t eos);
 /* (b, t) I32 ids on the device. */
 clf_tensor *ids_tensor(int64_t b, int64_t t, const int32_t *data);
 

@@ -272,34 +272,13 @@ static void test_batch_of_lengths(void **state) {
 /* Greedy generation of 20 tokens for both prompts at once equals transformers' greedy ids; without
  * ignore_eos it stops at the config's eos id (not stored). */
 static void greedy_case(const char *name, clf_lm *m, const clf_lm_info *info, const ref *r) {
-    const int32_t *prompts[2] = {r->prompt0, r->prompt1};
-    const int64_t lens[2] = {9, 5};
-    int32_t tokens[40];
-    int64_t counts[2];
-    clf_generate_params gp = clf_generate_default_params();
-    gp.max_new_tokens = 20;
-    gp.ignore_eos = 1;
-    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
-    const int32_t *want[2] = {r->greedy0, r->greedy1};
-    for (int b = 0; b < 2; b++) {
-        assert_int_equal(counts[b], 20);
-        for (int t = 0; t < 20; t++)
-            if (tokens[b * 20 + t] != want[b][t])
-                fail_msg("%s greedy sequence %d token %d: %d, transformers %d", name, b, t,
-                         tokens[b * 20 + t], want[b][t]);
-    }
+    check_ref_greedy(name, m, r, -1);
     assert_int_equal(info->n_eos, 1);
-    gp.ignore_eos = 0;
-    CLF_OK(clf_lm_generate(m, prompts, lens, 2, &gp, tokens, counts));
-    for (int b = 0; b < 2; b++) {
-        int64_t stop = 0;
-        while (stop < 20 && want[b][stop] != info->eos[0])
-            stop++;
-        assert_int_equal(counts[b], stop);
-        for (int64_t t = 0; t < 20; t++)
-            assert_int_equal(tokens[b * 20 + t], t < stop ? want[b][t] : -1);
-    }
-    assert_true(counts[0] < 20); /* the fixture's eos appears in greedy0 */
+    check_ref_greedy(name, m, r, info->eos[0]);
+    int64_t stop = 0;
+    while (stop < 20 && r->greedy0[stop] != info->eos[0])
+        stop++;
+    assert_true(stop < 20); /* the fixture's eos appears in greedy0 */
 }
 
 static void test_greedy(void **state) {

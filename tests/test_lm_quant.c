@@ -374,6 +374,44 @@ static void test_gguf_dequantized(void **state) {
     }
 }
 
+/* Every GGUF fixture against transformers in float64 on the file's own weights, dequantized by
+ * the gguf package (tools/make_lm_gguf_refs.py: <name>.reference.safetensors): the logits of two
+ * 9-token prompts within 1e-4 of the largest (the F32 bound; clformer dequantizes exactly and
+ * computes in fp32), and 20 greedy ids after each of two prompts identical. The model is loaded
+ * as a user gets it (packed where the device packs). */
+static void test_gguf_reference(void **state) {
+    (void)state;
+    static const char *const files[] = {
+        "gpt2_f16",      "gpt2_f32",      "gpt2_q4_k_m",     "gpt2_q8_0",    "llama_deep_q4_0",
+        "llama_gqa_f16", "llama_gqa_f32", "llama_gqa_mixed", "llama_q4_k_m", "llama_q8_0",
+        "qwen2_f16",     "qwen2_f32",     "qwen2_q4_0",      "qwen2_q4_k_m",
+    };
+    for (size_t c = 0; c < sizeof(files) / sizeof(files[0]); c++) {
+        char path[1200], rpath[1200];
+        snprintf(path, sizeof(path), "%s/tests/data/lm/gguf/%s.gguf", CLF_SRC, files[c]);
+        snprintf(rpath, sizeof(rpath), "%s/tests/data/lm/gguf/%s.reference.safetensors", CLF_SRC,
+                 files[c]);
+        clf_lm *m = NULL;
+        if (clf_lm_load(g_ctx, path, &m) != CLF_SUCCESS)
+            fail_msg("%s: %s", files[c], clf_context_last_error(g_ctx));
+        clf_lm_info info;
+        CLF_OK(clf_lm_get_info(m, &info));
+        const int64_t V = info.vocab_size;
+        ref r;
+        load_ref_file(rpath, V, &r);
+        float *got;
+        gguf_logits(m, r.ids, V, &got);
+        const double e = check_logits("transformers f64", files[c], got, r.logits, 18 * V, r.scale);
+        check_ref_greedy(files[c], m, &r, -1);
+        printf("%-16s within %.2e of the largest logit of transformers (float64, its weights "
+               "dequantized by gguf); 20 greedy ids x 2 identical\n",
+               files[c], e);
+        free(got);
+        free(r.logits);
+        clf_lm_free(m);
+    }
+}
+
 /* Files that are not models clformer runs: refused with a message, nothing returned. */
 static void test_gguf_refused(void **state) {
     (void)state;
@@ -399,9 +437,8 @@ static void test_gguf_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantized_weights),
-        cmocka_unit_test(test_gguf_models),
-        cmocka_unit_test(test_gguf_dequantized),
+        cmocka_unit_test(test_quantized_weights), cmocka_unit_test(test_gguf_models),
+        cmocka_unit_test(test_gguf_dequantized),  cmocka_unit_test(test_gguf_reference),
         cmocka_unit_test(test_gguf_refused),
     };
     return HARNESS_RUN("lm_quant", tests);
