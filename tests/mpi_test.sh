@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# clformer-generate under mpirun (a build with -DCLF_MPI=ON), one pipeline stage per rank: with 2
-# and 3 ranks, greedy and sampled (repetition penalty, batch of 5 in micro-batches, prompts in
+# clformer-generate under mpirun (a build with -DCLF_MPI=ON), one pipeline stage per rank, or
+# with --tensor-parallel one shard of every layer per rank: with 2 and 3 ranks, greedy and sampled (repetition penalty, batch of 5 in micro-batches, prompts in
 # chunks), the ids equal
 # the one-process run's; --stats prints each rank's layers and weights and what crossed each
 # boundary; a rank killed mid-run and a rank that hangs make every rank exit non-zero within the
@@ -48,6 +48,14 @@ same "5-layer Q4_0 sampled, --split 1,3,1" 3 "--split 1,3,1" --model "$deep" "${
 same "5-layer Q4_0 sampled, prompts in chunks of 2" 3 "--prefill-chunk 2 --micro-batches 2" \
     --model "$deep" "${sampled[@]}"
 same "gpt2 sampled after a warm-up run" 2 "" --model "$data/gpt2" "${sampled[@]}" --warmup
+# tensor parallel: every rank a shard of every layer
+tp=$data/gguf/llama_tp_q4_0.gguf # 6 query heads on 3 K/V heads, FFN 192
+same "tensor parallel llama_gqa greedy" 2 "--tensor-parallel" --model "$data/llama_gqa" "${greedy[@]}"
+same "tensor parallel gpt2 sampled" 2 "--tensor-parallel" --model "$data/gpt2" "${sampled[@]}"
+same "tensor parallel 5-layer Q4_0 sampled" 2 "--tensor-parallel" --model "$deep" "${sampled[@]}"
+same "tensor parallel Q4_0 greedy" 3 "--tensor-parallel" --model "$tp" "${greedy[@]}"
+same "tensor parallel Q4_0 sampled after a warm-up run" 3 "--tensor-parallel --warmup" \
+    --model "$tp" "${sampled[@]}"
 
 # --stats: each rank's share of the layers and weights, and the traffic at each boundary
 "${mpi[@]}" -np 3 "$gen" --model "$deep" "${greedy[@]}" --stats >/dev/null 2>"$tmp/err"
@@ -57,6 +65,18 @@ for want in "^rank 0: layers 0 .. 1, embedding, " "^rank 1: layers 2 .. 3, [0-9.
     grep -q "$want" "$tmp/err" || { cat "$tmp/err"; echo "--stats: no line matching '$want'"; exit 1; }
 done
 echo "--stats: ranks' layers and boundary traffic printed"
+"${mpi[@]}" -np 3 "$gen" --model "$tp" "${greedy[@]}" --tensor-parallel --stats >/dev/null 2>"$tmp/err"
+for want in "^rank 0: shard 0 of 3 of every layer (2 of 6 heads), embedding, head, " \
+    "^rank 2: shard 2 of 3 of every layer (2 of 6 heads), embedding, [0-9.]* MB" \
+    "^all-reduces: 48, " "^generated: 12 tokens"; do
+    grep -q "$want" "$tmp/err" || { cat "$tmp/err"; echo "--tensor-parallel --stats: no line matching '$want'"; exit 1; }
+done
+echo "--tensor-parallel --stats: shards and all-reduces printed"
+# a cut that is not even: 3 K/V heads over 2 ranks
+if "${mpi[@]}" -np 2 "$gen" --model "$tp" "${greedy[@]}" --tensor-parallel >/dev/null 2>"$tmp/err"; then
+    echo "2 shards of 3 K/V heads accepted"; exit 1
+fi
+grep -q "2 shards do not divide the model's 3 key/value heads" "$tmp/err" || { cat "$tmp/err"; echo "no uneven-cut message"; exit 1; }
 
 # more ranks than layers
 if "${mpi[@]}" -np 3 "$gen" --model "$data/llama_gqa" "${greedy[@]}" >/dev/null 2>"$tmp/err"; then
@@ -64,19 +84,24 @@ if "${mpi[@]}" -np 3 "$gen" --model "$data/llama_gqa" "${greedy[@]}" >/dev/null 
 fi
 grep -q "3 ranks for a model of 2 layers" "$tmp/err" || { cat "$tmp/err"; echo "no rank count message"; exit 1; }
 
-# a rank killed mid-run, a rank that hangs: every rank stops within the timeout (10 s here)
-for fault in 1:3 2:2:hang; do
+# a rank killed mid-run, a rank that hangs: every rank stops within the timeout (10 s here),
+# in a pipeline and in tensor parallel
+for fault in 1:3 2:2:hang 1:3:tp 2:2:hang:tp; do
     start=$SECONDS
     set +e
-    timeout 120 "${mpi[@]}" -np 3 -x CLF_MPI_DIE_AT="$fault" "$gen" --model "$deep" --timeout 10 \
-        "${greedy[@]}" >"$tmp/out" 2>"$tmp/err"
+    model=$deep mode=()
+    case $fault in *:tp) model=$tp mode=(--tensor-parallel) ;; esac
+    timeout 120 "${mpi[@]}" -np 3 -x CLF_MPI_DIE_AT="${fault%:tp}" "$gen" --model "$model" \
+        --timeout 10 "${mode[@]}" "${greedy[@]}" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     set -e
     took=$((SECONDS - start))
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$tmp/err"; echo "fault $fault: exit $rc"; exit 1; }
     [ $took -le 60 ] || { echo "fault $fault: $took s to stop"; exit 1; }
     rank=${fault%%:*}
-    grep -Eq "rank $rank|from rank $rank" "$tmp/err" || { cat "$tmp/err"; echo "fault $fault: rank $rank not named"; exit 1; }
+    # named by another rank, or by mpirun (the hook's own line does not count)
+    grep -v CLF_MPI_DIE_AT "$tmp/err" | grep -Eq "rank $rank did not|from rank $rank|process rank $rank " ||
+        { cat "$tmp/err"; echo "fault $fault: rank $rank not named"; exit 1; }
     [ ! -s "$tmp/out" ] || { echo "fault $fault: output printed: $(cat "$tmp/out")"; exit 1; }
     echo "fault $fault: every rank stopped (exit $rc) in $took s, rank $rank named"
 done

@@ -10,12 +10,15 @@
  * than layers, shares, a device without memory for its stage), and a failure on the second stage
  * reported on the first context naming that stage, the state unchanged. And stage models
  * (clf_lm_load_stage, one per MPI rank) chained through host buffers equal the whole model.
+ * Tensor-parallel shards (clf_lm_load_shard) in threads, summing through shared memory, equal
+ * the whole model (logits within 1e-5 of the largest, 20 greedy ids); uneven cuts refused.
  */
 #include "harness.h"
 #include "../src/internal.h"
 #include "../src/models/lm.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,13 +429,240 @@ static void test_stage_models(void **state) {
     clf_lm_free(whole);
 }
 
+/* ---------------------------------------------------------------- tensor parallel */
+
+/* The shards of a group, one thread each, summing through shared memory: every shard's buffer
+ * is published, each sums them in shard order into its own scratch, then copies it back. */
+typedef struct tp_group {
+    pthread_barrier_t bar;
+    int n;
+    float *buf[4];
+    int64_t count[4];
+    int failed;
+    /* the run: prompts (B 2, T 9; the second 5 long), then 20 greedy steps */
+    const int32_t *prompt;
+    int64_t V;
+    int32_t next[2]; /* shard 0's argmax, read by all after the barrier */
+    float *logits;   /* (21, 2, V): shard 0's last-row logits of each step */
+    const char *path;
+    clf_context *ctx[4];
+    clf_status st[4];
+    char why[4][256];
+} tp_group;
+
+typedef struct tp_member {
+    tp_group *g;
+    int rank;
+} tp_member;
+
+static int tp_allreduce(void *user, float *x, int64_t count) {
+    tp_member *me = user;
+    tp_group *g = me->g;
+    g->buf[me->rank] = x;
+    g->count[me->rank] = count;
+    pthread_barrier_wait(&g->bar);
+    float *sum = malloc(sizeof(float) * (size_t)count);
+    int ok = sum != NULL;
+    for (int r = 0; r < g->n; r++)
+        ok = ok && g->count[r] == count;
+    for (int64_t i = 0; ok && i < count; i++) {
+        float s = 0.0f;
+        for (int r = 0; r < g->n; r++)
+            s += g->buf[r][i];
+        sum[i] = s;
+    }
+    pthread_barrier_wait(&g->bar);
+    if (ok) memcpy(x, sum, sizeof(float) * (size_t)count);
+    free(sum);
+    return ok ? 0 : 1;
+}
+
+static void *tp_shard_main(void *arg) {
+    tp_member *me = arg;
+    tp_group *g = me->g;
+    clf_context *ctx = g->ctx[me->rank];
+    const int root = me->rank == 0;
+    const clf_shard sh = {me->rank, g->n, tp_allreduce, me};
+    clf_lm *m = NULL;
+    clf_lm_state *s = NULL;
+    clf_tensor *ids = NULL, *ids1 = NULL, *lg = NULL;
+    const int64_t B = 2, V = g->V, ps[2] = {B, 9}, s1[2] = {B, 1}, ls[2] = {B, V};
+    const int64_t n_new[2] = {9, 5}, one[2] = {1, 1};
+    clf_status st = clf_lm_load_shard(ctx, g->path, NULL, &sh, &m);
+    if (st == CLF_SUCCESS) st = clf_lm_state_create(m, B, 32, &s);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 2, ps, &ids);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(ids, g->prompt, 4 * 18);
+    if (st == CLF_SUCCESS) st = clf_tensor_create(ctx, CLF_I32, 2, s1, &ids1);
+    if (st == CLF_SUCCESS && root) st = clf_tensor_create(ctx, CLF_F32, 2, ls, &lg);
+    for (int t = 0; t <= 20; t++) {
+        /* a shard that failed still meets the others at every barrier of the run */
+        if (st == CLF_SUCCESS)
+            st = clf_lm_state_step_stage(s, t ? ids1 : ids, NULL, t ? 1 : 9, t ? one : n_new, NULL,
+                                         lg);
+        if (st == CLF_SUCCESS && root)
+            st = clf_tensor_read(lg, g->logits + (size_t)t * (size_t)(B * V),
+                                 sizeof(float) * (size_t)(B * V));
+        if (root)
+            for (int b = 0; b < 2; b++) {
+                const float *row = g->logits + ((size_t)t * 2 + (size_t)b) * (size_t)V;
+                int64_t best = 0;
+                for (int64_t v = 1; v < V; v++)
+                    if (row[v] > row[best]) best = v;
+                g->next[b] = (int32_t)best;
+            }
+        if (st != CLF_SUCCESS) g->failed = 1;
+        pthread_barrier_wait(&g->bar);
+        if (g->failed) break;
+        if (st == CLF_SUCCESS) st = clf_tensor_write(ids1, g->next, sizeof(g->next));
+    }
+    g->st[me->rank] = st;
+    if (st != CLF_SUCCESS)
+        snprintf(g->why[me->rank], sizeof(g->why[0]), "%s", clf_context_last_error(ctx));
+    clf_tensor_free(ids);
+    clf_tensor_free(ids1);
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+    clf_lm_free(m);
+    return NULL;
+}
+
+/* The model at name as n shards (contexts alternate between the two devices; a third and fourth
+ * shard get their own context on the first's device) in n threads, against the whole model on
+ * g_ctx: each step's logits within 1e-5 of the largest, 2 x 20 greedy ids equal. */
+static void shard_case(const char *name, int n) {
+    char path[640];
+    path_of(name, path, sizeof(path));
+    clf_lm *whole = NULL;
+    CLF_OK(clf_lm_load(g_ctx, path, &whole));
+    clf_lm_info in;
+    CLF_OK(clf_lm_get_info(whole, &in));
+    const int64_t B = 2, V = in.vocab_size;
+    int32_t prompt[18];
+    for (int i = 0; i < 18; i++)
+        prompt[i] = (int32_t)((7 * i + 3) % V);
+    for (int i = 5; i < 9; i++) /* the second sequence is 5 long: padding after it */
+        prompt[9 + i] = 0;
+    /* the whole model, greedy, the same steps */
+    float *want = malloc(sizeof(float) * (size_t)(21 * B * V));
+    assert_non_null(want);
+    clf_lm_state *s = NULL;
+    CLF_OK(clf_lm_state_create(whole, B, 32, &s));
+    const int64_t ls[2] = {B, V}, n_new[2] = {9, 5}, one[2] = {1, 1};
+    clf_tensor *lg = NULL, *x = ids_tensor(B, 9, prompt);
+    CLF_OK(clf_tensor_create(g_ctx, CLF_F32, 2, ls, &lg));
+    int32_t want_ids[2][21];
+    for (int t = 0; t <= 20; t++) {
+        CLF_OK(clf_lm_state_step(s, x, t ? one : n_new, lg));
+        CLF_OK(clf_tensor_read(lg, want + (size_t)t * (size_t)(B * V),
+                               sizeof(float) * (size_t)(B * V)));
+        int32_t nx[2];
+        for (int b = 0; b < 2; b++) {
+            const float *row = want + ((size_t)t * 2 + (size_t)b) * (size_t)V;
+            int64_t best = 0;
+            for (int64_t v = 1; v < V; v++)
+                if (row[v] > row[best]) best = v;
+            nx[b] = want_ids[b][t] = (int32_t)best;
+        }
+        clf_tensor_free(x);
+        x = ids_tensor(B, 1, nx);
+    }
+    clf_tensor_free(x);
+    clf_tensor_free(lg);
+    clf_lm_state_free(s);
+    /* the shards */
+    tp_group g = {.n = n, .prompt = prompt, .V = V, .path = path};
+    g.logits = malloc(sizeof(float) * (size_t)(21 * B * V));
+    assert_non_null(g.logits);
+    for (int i = 0; i < n; i++) {
+        g.ctx[i] = i == 0 ? g_ctx : i == 1 ? g_ctx2 : NULL;
+        if (!g.ctx[i]) CLF_OK(clf_context_create(&g.ctx[i], NULL));
+    }
+    assert_int_equal(pthread_barrier_init(&g.bar, NULL, (unsigned)n), 0);
+    pthread_t th[4];
+    tp_member mem[4];
+    for (int i = 0; i < n; i++) {
+        mem[i] = (tp_member){&g, i};
+        assert_int_equal(pthread_create(&th[i], NULL, tp_shard_main, &mem[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&g.bar);
+    for (int i = 2; i < n; i++)
+        clf_context_free(g.ctx[i]);
+    for (int i = 0; i < n; i++)
+        if (g.st[i] != CLF_SUCCESS)
+            fail_msg("%s, shard %d of %d: %s: %s", name, i, n, clf_strerror(g.st[i]), g.why[i]);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < 21 * B * V; i++)
+        scale = fmax(scale, fabs((double)want[i]));
+    for (int t = 0; t <= 20; t++)
+        for (int b = 0; b < 2; b++) {
+            const float *w = want + ((size_t)t * 2 + (size_t)b) * (size_t)V,
+                        *got = g.logits + ((size_t)t * 2 + (size_t)b) * (size_t)V;
+            int64_t best = 0;
+            for (int64_t v = 0; v < V; v++) {
+                worst = fmax(worst, fabs((double)got[v] - w[v]) / scale);
+                if (got[v] > got[best]) best = v;
+            }
+            if (best != want_ids[b][t])
+                fail_msg("%s in %d shards: greedy token %d of sequence %d: %lld, whole model %d",
+                         name, n, t, b, (long long)best, want_ids[b][t]);
+        }
+    if (!(worst <= 1e-5))
+        fail_msg("%s in %d shards: logits %.3e of the largest from the whole model's", name, n,
+                 worst);
+    printf("%-22s %d shards: logits within %.1e of the whole model's, 2 x 20 greedy ids equal\n",
+           name, n, worst);
+    free(want);
+    free(g.logits);
+    clf_lm_free(whole);
+}
+
+static void test_shards(void **state) {
+    (void)state;
+    shard_case("llama_gqa", 2);            /* GQA, F32 folder */
+    shard_case("gpt2", 2);                 /* fused c_attn, biases after the cut columns */
+    shard_case("qwen2_q4_0.gguf", 2);      /* Q/K/V biases, Q4_0 cut by rows and blocks */
+    shard_case("llama_deep_q4_0.gguf", 2); /* tied Q4_0 embedding and head */
+    shard_case("llama_tp_q4_0.gguf", 3);   /* 6 heads on 3 K/V heads */
+}
+
+/* What does not cut evenly is refused, naming it, and nothing is returned. */
+static void test_bad_shards(void **state) {
+    (void)state;
+    char path[640];
+    clf_lm *m = (clf_lm *)0x1;
+    const clf_shard three = {0, 3, tp_allreduce, NULL}, two = {1, 2, tp_allreduce, NULL};
+    path_of("llama_gqa", path, sizeof(path)); /* 8 heads on 2 K/V heads */
+    assert_int_equal(clf_lm_load_shard(g_ctx, path, NULL, &three, &m), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "3 shards do not divide the model's 8 "
+                                                          "attention heads"));
+    path_of("llama_tp_q4_0.gguf", path, sizeof(path)); /* 6 heads on 3 K/V heads */
+    assert_int_equal(clf_lm_load_shard(g_ctx, path, NULL, &two, &m), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "do not divide the model's 3 key/value"));
+    /* Q4_K rows of 256 columns: W_o's 256 cut in two are half blocks */
+    path_of("llama_q4_k_m.gguf", path, sizeof(path));
+    assert_int_equal(clf_lm_load_shard(g_ctx, path, NULL, &two, &m), CLF_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "do not cut into 2 equal shards of whole "
+                                                          "blocks"));
+    assert_null(m);
+    const clf_shard bad[3] = {
+        {2, 2, tp_allreduce, NULL}, {0, 0, tp_allreduce, NULL}, {0, 2, NULL, NULL}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(clf_lm_load_shard(g_ctx, path, NULL, &bad[i], &m),
+                         CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_load_shard(g_ctx, path, NULL, NULL, &m), CLF_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void) {
     harness_after_setup = open_second;
     harness_before_teardown = close_second;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_equals_one), cmocka_unit_test(test_deeper_splits),
         cmocka_unit_test(test_bad_splits),       cmocka_unit_test(test_second_stage_fails),
-        cmocka_unit_test(test_stage_models),
+        cmocka_unit_test(test_stage_models),     cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_bad_shards),
     };
     return HARNESS_RUN("lm_split", tests);
 }

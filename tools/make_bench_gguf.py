@@ -7,6 +7,8 @@
                                      2-D weights F16, for tools/compare_llamacpp.sh (llama-quantize
                                      --pure makes its Q8_0, Q4_0 and Q4_K files, so both programs
                                      read the same bytes)
+  make_bench_gguf.py --q8_0 OUT.gguf the same with its 2-D weights Q8_0 (gguf's quantizer), for
+                                     the MPI pipeline and tensor-parallel measurements
   make_bench_gguf.py --1b OUT.gguf   TinyLlama's shape (d 2048, 22 layers, 32 query heads on 4 K/V
                                      heads of 64, FFN 5632, vocabulary 32000, untied: 1.1 B), 2-D
                                      weights Q4_0 of random nibbles and fp16 scales of about 0.02
@@ -30,10 +32,11 @@ SHAPES = {  # d, layers, heads, kv heads, head size, FFN, vocabulary
 def main():
     args = sys.argv[1:]
     big = args[:1] == ["--1b"]
-    if big:
+    q8 = args[:1] == ["--q8_0"]
+    if big or q8:
         args = args[1:]
     if len(args) != 1:
-        sys.exit("usage: make_bench_gguf.py [--1b] OUT.gguf")
+        sys.exit("usage: make_bench_gguf.py [--1b | --q8_0] OUT.gguf")
     D, LAYERS, HEADS, KV_HEADS, DH, FFN, VOCAB = SHAPES["1b" if big else "124m"]
     rng = np.random.default_rng(1)
     w = gguf.GGUFWriter(args[0], "llama")
@@ -46,7 +49,8 @@ def main():
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(10000.0)
     w.add_rope_dimension_count(DH)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0 if big else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0 if big else
+                    gguf.LlamaFileType.MOSTLY_Q8_0 if q8 else gguf.LlamaFileType.MOSTLY_F16)
     # SentencePiece: <unk> <s> </s>, the 256 byte pieces, then placeholders
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
     tokens += ["\u2581t%d" % i for i in range(VOCAB - len(tokens))]
@@ -63,7 +67,11 @@ def main():
         count += rows * cols
         if not big:
             a = rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(cols**-0.5)
-            w.add_tensor(name, a.astype(np.float16))
+            if q8:
+                Q8 = gguf.GGMLQuantizationType.Q8_0
+                w.add_tensor(name, gguf.quants.quantize(a, Q8), raw_dtype=Q8)
+            else:
+                w.add_tensor(name, a.astype(np.float16))
             return
         nb = cols // 32
         blocks = rng.integers(0, 256, size=(rows, nb, 18), dtype=np.uint8)

@@ -24,6 +24,8 @@ llama.cpp's convert_hf_to_gguf.py), into tests/data/lm/gguf/:
                           2 K/V heads, vocabulary 256, no tokenizer) in Q4_K_M's mixture: Q6_K
                           attn_v, ffn_down and output, Q4_K the rest, packed by
                           make_quant_fixtures' pack_q4_k / pack_q6_k
+    llama_tp_q4_0.gguf    random, 6 query heads on 3 K/V heads, FFN 192, all Q4_0 (tied): the
+                          tensor-parallel runs over 2 and 3 ranks
     gpt2_q4_k_m.gguf      gpt2 whose only 256-wide rows are ffn_down's (Q6_K); the rest takes
                           llama-quantize's fallback for narrow rows, here Q4_0
 
@@ -264,12 +266,12 @@ def bpe_files():
         write(wr)
 
 
-def synthetic(arch, seed, n=2, d=256, F=256, tied=False):
+def synthetic(arch, seed, n=2, d=256, F=256, tied=False, H=4, KVH=2):
     """A random model in Hugging Face's names whose rows are whole 256-blocks (d 256, FFN 256: the
     folder fixtures' 64 and 96 are too narrow for K-quants), for the Q4_K_M-like files; or of n
-    layers and other sizes (the split tests' deeper model)."""
+    layers and other sizes (the split tests' deeper model, the tensor-parallel one)."""
     rng = np.random.default_rng(seed)
-    H, KVH, V = 4, 2, 256
+    V = 256
     Dh = d // H
     cfg = {"num_attention_heads": H, "num_key_value_heads": KVH, "hidden_size": d,
            "max_position_embeddings": 64, "num_hidden_layers": n, "intermediate_size": F,
@@ -333,6 +335,10 @@ def main():
     # five layers, tied to a Q4_0 embedding: test_lm_split's model for 3 and 5 stages
     llama_like("", "llama", "llama_deep_q4_0.gguf", lambda n: T.Q4_0, True,
                model=synthetic("llama", 13, n=5, d=64, F=128, tied=True))
+    # 6 query heads on 3 K/V heads of 16, FFN 192: cut 2 or 3 ways into whole Q4_0 blocks
+    # (tests/mpi_test.sh's tensor parallel over 3 ranks)
+    llama_like("", "llama", "llama_tp_q4_0.gguf", lambda n: T.Q4_0, True,
+               model=synthetic("llama", 14, n=2, d=96, F=192, tied=True, H=6, KVH=3))
     bpe_files()
 
 

@@ -264,6 +264,31 @@ CLF_API clf_status clf_lm_read_info(clf_context *ctx, const char *dir, clf_lm_in
 CLF_API clf_status clf_lm_load_stage(clf_context *ctx, const char *dir,
                                      const clf_load_params *params, int64_t first, int64_t end,
                                      clf_lm **out);
+/* Tensor parallelism: the shards of a group each hold a part of every layer and run every step
+ * together. The library moves nothing between them: after each attention output projection and
+ * each FFN down projection a shard hands its partial sums (count floats: the (B, T, d) stream) to
+ * allreduce, which must leave in place their sum over the group's shards (MPI_Allreduce with
+ * MPI_SUM, or threads sharing memory) and return 0, or nonzero when it failed (the step fails). */
+typedef int (*clf_allreduce_fn)(void *user, float *data, int64_t count);
+typedef struct clf_shard {
+    int rank, size;             /* this shard: 0 <= rank < size */
+    clf_allreduce_fn allreduce; /* required when size > 1 */
+    void *user;
+} clf_shard;
+/* Shard rank of size of the model at path on ctx. Query heads, K/V heads and FFN columns are cut
+ * into size equal parts: the shard keeps part rank of W_q, W_k, W_v, gate and up (rows, with
+ * their biases), of W_o and down (columns; their biases on shard 0 alone) and its part of the KV
+ * cache; the norms and the token embedding (GPT-2: and positions) are whole on every shard, the
+ * final norm and the head on shard 0 alone. Every shard steps with clf_lm_state_step_stage on the
+ * same ids and counts; shard 0 gives the logits, the others take logits and hidden_out NULL.
+ * Refused (CLF_ERROR_INVALID_ARGUMENT, naming the count) when size does not divide the heads,
+ * the K/V heads or the FFN width, or a quantized weight's columns do not cut into whole blocks.
+ * Each weight matrix is read from the file, cut on the host and only the shard's part stays on
+ * the device. clf_lm_get_info describes the whole model but parameters (the shard's);
+ * clf_lm_stages gives the shard's weight bytes. size 1 is clf_lm_load_with. */
+CLF_API clf_status clf_lm_load_shard(clf_context *ctx, const char *path,
+                                     const clf_load_params *params, const clf_shard *shard,
+                                     clf_lm **out);
 /* One stage of a model split by layers (clf_lm_load_split, clf_sentence_model_load_split; a
  * model on one context has one). */
 typedef struct clf_stage {
@@ -320,7 +345,8 @@ CLF_API clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, con
 /* A step of a stage model's state (clf_lm_load_stage), T positions with n_new as above. In: ids
  * (B, T) I32 on the device when the stage embeds, else hidden_in (B, T, d) host floats, the
  * stream the stage before gave out. Out: logits as above when the stage has the head, else
- * hidden_out (B, T, d) host floats for the next stage. The arguments not used may be NULL. */
+ * hidden_out (B, T, d) host floats for the next stage (NULL on a tensor-parallel shard without the
+ * head). The arguments not used may be NULL. */
 CLF_API clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids,
                                            const float *hidden_in, int64_t T, const int64_t *n_new,
                                            float *hidden_out, clf_tensor *logits);

@@ -128,10 +128,15 @@ static clf_status gpt2_load(clf_loader *L, clf_lm *m) {
         L->ctx = clf__lm_layer_ctx(m, L->layer);
         CLF_TRY(load_ln(L, "h.{i}.ln_1", d, &l->n1));
         CLF_TRY(load_ln(L, "h.{i}.ln_2", d, &l->n2));
+        L->cut = CLF_CUT_ROWS; /* a tensor-parallel shard's heads and FFN columns */
+        L->fused = 3;          /* c_attn: Q | K | V */
         CLF_TRY(load_conv1d(L, "h.{i}.attn.c_attn", 3 * d, d, &l->qkv));
-        CLF_TRY(load_conv1d(L, "h.{i}.attn.c_proj", d, d, &l->o));
+        L->fused = 0;
         CLF_TRY(load_conv1d(L, "h.{i}.mlp.c_fc", F, d, &l->up));
+        L->cut = CLF_CUT_COLS;
+        CLF_TRY(load_conv1d(L, "h.{i}.attn.c_proj", d, d, &l->o));
         CLF_TRY(load_conv1d(L, "h.{i}.mlp.c_proj", d, F, &l->down));
+        L->cut = CLF_CUT_NONE;
     }
     return CLF_SUCCESS;
 }
@@ -159,10 +164,12 @@ static clf_status gpt2_block(clf_context *ctx, const clf_lm *m, const clf_lm_lay
     CLF_TRY(clf__lin(ctx, &ws->x, &l->qkv, CLF_ACT_IDENTITY, &ws->qkv)); /* (B, T, 3d) */
     CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));
     CLF_TRY(clf__lin(ctx, &ws->att, &l->o, CLF_ACT_IDENTITY, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o)); /* a shard's partial sums: summed over shards */
     ws->pending = 1;
     CLF_TRY(gpt2_norm(ctx, m, &l->n2, ws, &ws->h, &ws->x));
     CLF_TRY(clf__lin(ctx, &ws->x, &l->up, CLF_ACT_GELU_TANH, &ws->mid)); /* (B, T, F) */
     CLF_TRY(clf__lin(ctx, &ws->mid, &l->down, CLF_ACT_IDENTITY, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o));
     ws->pending = 1;
     return CLF_SUCCESS;
 }

@@ -161,10 +161,13 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
         L->ctx = clf__lm_layer_ctx(m, L->layer);
         CLF_TRY(clf__load(L, k_n1, d, 0, &l->n1.g));
         CLF_TRY(clf__load(L, k_n2, d, 0, &l->n2.g));
+        L->cut = CLF_CUT_ROWS; /* a tensor-parallel shard's heads and FFN columns */
         CLF_TRY(clf__load_stack(L, qkv, 3, qkv_rows, d, m->cfg.qkv_bias, &l->qkv));
-        CLF_TRY(clf__load_lin(L, k_o, d, q, 0, &l->o));
         CLF_TRY(clf__load_stack(L, gu, 2, gu_rows, d, 0, &l->up));
+        L->cut = CLF_CUT_COLS;
+        CLF_TRY(clf__load_lin(L, k_o, d, q, 0, &l->o));
         CLF_TRY(clf__load_lin(L, k_down, d, F, 0, &l->down));
+        L->cut = CLF_CUT_NONE;
     }
     return CLF_SUCCESS;
 }
@@ -196,11 +199,13 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
     CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));                               /* query and key heads */
     CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));             /* (B, T, q) */
     CLF_TRY(clf__lin(ctx, &ws->att, &l->o, CLF_ACT_IDENTITY, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o)); /* a shard's partial sums: summed over shards */
     ws->pending = 1;
     CLF_TRY(llama_norm(ctx, m, &l->n2, ws, &ws->h, &ws->x));           /* h += o; x = norm(h) */
     CLF_TRY(clf__lin(ctx, &ws->x, &l->up, CLF_ACT_IDENTITY, &ws->up)); /* (B, T, 2F) */
     CLF_TRY(clf_gated_act(ctx, &ws->up, NULL, CLF_ACT_SILU, &ws->mid));
     CLF_TRY(clf__lin(ctx, &ws->mid, &l->down, CLF_ACT_IDENTITY, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o));
     ws->pending = 1; /* added into h by the next norm */
     return CLF_SUCCESS;
 }

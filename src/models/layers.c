@@ -85,7 +85,10 @@ static clf_status gguf_rows(clf_loader *L, const char *const *names, int count, 
 clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, const int64_t *rows,
                           int64_t cols, int transpose, clf_tensor **out) {
     /* GGUF files keep matrices as (out, in): no Conv1D transposes */
-    if (L->gguf) return gguf_rows(L, names, count, rows, cols, out);
+    if (L->gguf) {
+        CLF_TRY(gguf_rows(L, names, count, rows, cols, out));
+        return clf__cut(L, names[0], count, rows, out);
+    }
     const int64_t c = cols ? cols : 1;
     int64_t total = 0, big = 0;
     for (int i = 0; i < count; i++) {
@@ -137,6 +140,81 @@ clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, co
         return st;
     }
     *out = t;
+    return clf__cut(L, names[0], count, rows, out);
+}
+
+clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *rows,
+                    clf_tensor **t) {
+    const int n = L->shard_size, r = L->shard_rank;
+    clf_tensor *w = *t;
+    if (n <= 1 || L->cut == CLF_CUT_NONE || !w) return CLF_SUCCESS;
+    if (L->cut == CLF_CUT_COLS && w->ndim == 1) { /* a bias after the cut columns: shard 0's */
+        if (r > 0) {
+            clf_tensor_free(w);
+            *t = NULL;
+        }
+        return CLF_SUCCESS;
+    }
+    const int64_t C = w->ndim == 2 ? w->shape[1] : 1;
+    int64_t part[3];
+    int parts = count;
+    if (parts < 1 || parts > 3) return clf__fail(L->ctx, CLF_ERROR_INTERNAL, "cut: 1 to 3 parts");
+    for (int i = 0; i < parts; i++)
+        part[i] = rows[i];
+    if (count == 1 && L->fused > 1 && L->fused <= 3) { /* one file tensor of stacked parts */
+        parts = L->fused;
+        for (int i = 0; i < parts; i++)
+            part[i] = rows[0] / parts;
+    }
+    int64_t keep_rows = 0, keep_cols = C;
+    if (L->cut == CLF_CUT_ROWS) {
+        for (int i = 0; i < parts; i++) {
+            if (part[i] % n)
+                return clf__fail(L->ctx, CLF_ERROR_INVALID_ARGUMENT,
+                                 "tensor parallel: \"%s\"'s %lld rows do not cut into %d equal "
+                                 "shards",
+                                 name, (long long)part[i], n);
+            keep_rows += part[i] / n;
+        }
+    } else {
+        keep_rows = w->shape[0];
+        keep_cols = C / n;
+        if (C % n || !clf_dtype_row_bytes(w->dtype, keep_cols))
+            return clf__fail(L->ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "tensor parallel: \"%s\"'s %lld columns (%s, blocks of %lld) do not "
+                             "cut into %d equal shards of whole blocks",
+                             name, (long long)C, clf_dtype_name(w->dtype),
+                             (long long)clf_dtype_block(w->dtype), n);
+    }
+    const size_t rb = clf_dtype_row_bytes(w->dtype, C),
+                 kb = clf_dtype_row_bytes(w->dtype, keep_cols);
+    unsigned char *all = malloc(w->bytes), *mine = malloc((size_t)keep_rows * kb + 1);
+    clf_status st = all && mine ? clf_tensor_read(w, all, w->bytes)
+                                : clf__fail(L->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (st == CLF_SUCCESS && L->cut == CLF_CUT_ROWS) {
+        int64_t at = 0, to = 0; /* part i's rows start at `at`; this shard's piece of it */
+        for (int i = 0; i < parts; i++) {
+            const int64_t piece = part[i] / n;
+            memcpy(mine + (size_t)to * kb, all + (size_t)(at + r * piece) * rb, (size_t)piece * kb);
+            at += part[i];
+            to += piece;
+        }
+    } else if (st == CLF_SUCCESS) {
+        for (int64_t i = 0; i < keep_rows; i++)
+            memcpy(mine + (size_t)i * kb, all + (size_t)i * rb + (size_t)r * kb, kb);
+    }
+    clf_tensor *c = NULL;
+    const int64_t shape[2] = {keep_rows, keep_cols};
+    if (st == CLF_SUCCESS) st = clf_tensor_create(L->ctx, w->dtype, w->ndim, shape, &c);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(c, mine, (size_t)keep_rows * kb);
+    free(all);
+    free(mine);
+    if (st != CLF_SUCCESS) {
+        clf_tensor_free(c);
+        return st;
+    }
+    clf_tensor_free(w);
+    *t = c;
     return CLF_SUCCESS;
 }
 
@@ -149,17 +227,21 @@ clf_status clf__load_cat(clf_loader *L, const char *const *names, int count, int
 
 clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols,
                      clf_tensor **out) {
-    if (L->gguf) return gguf_rows(L, &name, 1, &rows, cols, out);
+    if (L->gguf) {
+        CLF_TRY(gguf_rows(L, &name, 1, &rows, cols, out));
+        return clf__cut(L, name, 1, &rows, out);
+    }
     char full[512];
     full_name(L, name, "", full, sizeof(full));
     int64_t shape[2] = {rows, cols};
     const clf_st_info *info;
     const clf_safetensors *f = file_of(L, full, &info);
-    return clf_safetensors_load(L->ctx,
-                                f             ? f
-                                : L->n_shards ? L->shards[0]
-                                              : L->st,
-                                full, cols ? 2 : 1, shape, out);
+    CLF_TRY(clf_safetensors_load(L->ctx,
+                                 f             ? f
+                                 : L->n_shards ? L->shards[0]
+                                               : L->st,
+                                 full, cols ? 2 : 1, shape, out));
+    return clf__cut(L, name, 1, &rows, out);
 }
 
 /* Converts a (out, in) F32 weight to `dtype` (rounded, or quantized as clf_quantize does), then
@@ -222,8 +304,8 @@ clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, c
         clf_tensor **tw = run ? &l->more[run - 1].w : &l->w;
         clf_tensor **tb = run ? &l->more[run - 1].b : &l->b;
         int64_t out = 0;
-        for (int j = start; j < i; j++)
-            out += rows[j];
+        for (int j = start; j < i; j++) /* this shard's outputs when its rows are cut */
+            out += L->cut == CLF_CUT_ROWS && L->shard_size > 1 ? rows[j] / L->shard_size : rows[j];
         CLF_TRY(clf__load_rows(L, wn + start, i - start, rows + start, cols, 0, tw));
         if (bias) CLF_TRY(clf__load_rows(L, bn + start, i - start, rows + start, 0, 0, tb));
         CLF_TRY(clf__pack(L->ctx, L->weight_dtype, tw));

@@ -118,7 +118,23 @@ typedef struct clf_loader {
     int64_t unpermute_dh;
     const clf_gguf_name *gguf_names; /* the family's name map (its arch_*.c) */
     size_t n_gguf_names;
+    /* Tensor parallel (clf_lm_load_shard): shard shard_rank of shard_size keeps part
+     * shard_rank of every weight the family loads with cut set (clf__cut): */
+    int shard_rank, shard_size;
+    int cut;   /* CLF_CUT_*: how the next loads are cut (CLF_CUT_NONE: whole) */
+    int fused; /* CLF_CUT_ROWS of a tensor that is this many stacked parts (GPT-2's c_attn: 3) */
 } clf_loader;
+
+/* How a shard keeps its part of a loaded tensor: CLF_CUT_ROWS, each stacked part's rows (and its
+ * bias) cut in shard_size equal pieces (W_q, W_k, W_v, gate, up); CLF_CUT_COLS, the columns
+ * (W_o, down), the bias kept whole by shard 0 alone (the all-reduce adds it once). */
+enum { CLF_CUT_NONE = 0, CLF_CUT_ROWS, CLF_CUT_COLS };
+/* Cuts *t (name: the first file tensor's, for messages; count stacked parts of rows[i] rows, as
+ * loaded: before clf__pack) to this shard's part as L->cut says; a COLS bias on a shard but the
+ * first becomes NULL. Refused when the cut is uneven or a quantized row's part is not whole blocks.
+ */
+clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *rows,
+                    clf_tensor **t);
 
 /* The GGUF loads behind clf__load and clf__load_rows when L->gguf is set (lm_gguf.c): full
  * are the names with prefix and layer in place. 1-D tensors come as F32; a matrix in its stored

@@ -123,7 +123,8 @@ clf_status clf_lm_load_with(clf_context *ctx, const char *dir, const clf_load_pa
 }
 
 static clf_status load(clf_context *const *ctxs, int n, const double *split, int64_t first,
-                       int64_t end, const char *dir, const clf_load_params *params, clf_lm **out);
+                       int64_t end, const char *dir, const clf_load_params *params,
+                       const clf_shard *shard, clf_lm **out);
 
 /* The configuration of the model at dir: a file is a GGUF model (*g stays open for the weights),
  * a folder a Hugging Face one. */
@@ -163,7 +164,7 @@ clf_status clf_lm_read_info(clf_context *ctx, const char *dir, clf_lm_info *out)
 
 clf_status clf_lm_load_split(clf_context *const *ctxs, int n, const double *split, const char *dir,
                              const clf_load_params *params, clf_lm **out) {
-    return load(ctxs, n, split, 0, -1, dir, params, out);
+    return load(ctxs, n, split, 0, -1, dir, params, NULL, out);
 }
 
 clf_status clf_lm_load_stage(clf_context *ctx, const char *path, const clf_load_params *params,
@@ -176,12 +177,57 @@ clf_status clf_lm_load_stage(clf_context *ctx, const char *path, const clf_load_
                          "lm stage: layers %lld .. %lld must be a range of at least one layer",
                          (long long)first, (long long)end - 1);
     }
-    return load(&ctx, 1, NULL, first, end, path, params, out);
+    return load(&ctx, 1, NULL, first, end, path, params, NULL, out);
 }
 
-/* A model on ctxs (split n ways), or a stage of it (n 1: layers first .. end - 1; end -1: all). */
+clf_status clf_lm_load_shard(clf_context *ctx, const char *path, const clf_load_params *params,
+                             const clf_shard *shard, clf_lm **out) {
+    if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
+    if (!shard || shard->size < 1 || shard->rank < 0 || shard->rank >= shard->size ||
+        (shard->size > 1 && !shard->allreduce)) {
+        clf__clear_error(ctx);
+        if (out) *out = NULL;
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm shard: needs 0 <= rank < size and, when size > 1, an allreduce");
+    }
+    return load(&ctx, 1, NULL, 0, -1, path, params, shard->size > 1 ? shard : NULL, out);
+}
+
+/* What a shard of size cuts must divide: the heads, the K/V heads, the FFN width. */
+static clf_status check_shard(clf_context *ctx, const clf_lm_info *in, int size) {
+    const struct {
+        const char *what;
+        int64_t n;
+    } cut[] = {{"attention heads", in->heads},
+               {"key/value heads", in->kv_heads},
+               {"FFN width", in->ffn_size}};
+    for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
+        if (cut[i].n % size)
+            return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                             "tensor parallel: %d shards do not divide the model's %lld %s", size,
+                             (long long)cut[i].n, cut[i].what);
+    return CLF_SUCCESS;
+}
+
+clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y) {
+    if (m->shard.size <= 1) return CLF_SUCCESS;
+    float *h = malloc(y->bytes);
+    clf_status st = h ? clf_tensor_read(y, h, y->bytes)
+                      : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (st == CLF_SUCCESS && m->shard.allreduce(m->shard.user, h, y->numel) != 0)
+        st = clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                       "tensor parallel: shard %d's all-reduce of %lld floats failed",
+                       m->shard.rank, (long long)y->numel);
+    if (st == CLF_SUCCESS) st = clf_tensor_write(y, h, y->bytes);
+    free(h);
+    return st;
+}
+
+/* A model on ctxs (split n ways), or a stage of it (n 1: layers first .. end - 1; end -1: all),
+ * or a tensor-parallel shard of it (shard not NULL: every layer on ctxs[0]). */
 static clf_status load(clf_context *const *ctxs, int n, const double *split, int64_t first,
-                       int64_t end, const char *dir, const clf_load_params *params, clf_lm **out) {
+                       int64_t end, const char *dir, const clf_load_params *params,
+                       const clf_shard *shard, clf_lm **out) {
     if (!ctxs || n < 1 || !ctxs[0]) return CLF_ERROR_INVALID_ARGUMENT;
     clf_context *ctx = ctxs[0];
     clf__clear_error(ctx);
@@ -220,6 +266,7 @@ static clf_status load(clf_context *const *ctxs, int n, const double *split, int
                        (long long)end - 1, (long long)m->cfg.info.layers);
         goto fail;
     }
+    if (shard) CLF_CHECK(check_shard(ctx, &m->cfg.info, shard->size));
     if (n == 1)
         CLF_CHECK(one_part(ctx, m, first, end < 0 ? m->cfg.info.layers : end));
     else
@@ -232,7 +279,13 @@ static clf_status load(clf_context *const *ctxs, int n, const double *split, int
                     .gguf = g,
                     .unpermute_dh = unpermute_dh,
                     .gguf_names = m->cfg.arch->gguf_names,
-                    .n_gguf_names = m->cfg.arch->n_gguf_names};
+                    .n_gguf_names = m->cfg.arch->n_gguf_names,
+                    .shard_rank = shard ? shard->rank : 0,
+                    .shard_size = shard ? shard->size : 1};
+    if (shard) {
+        m->shard = *shard;
+        m->heads = shard->rank == 0; /* the head and its sampling on the first shard */
+    }
     st = m->cfg.arch->load(&L, m);
     if (st != CLF_SUCCESS) {
         clf__lm_relay_error(m, L.ctx, st);
@@ -242,6 +295,12 @@ static clf_status load(clf_context *const *ctxs, int n, const double *split, int
     /* A GGUF file's types are its own (they may differ by tensor): the first Q projection's. */
     const clf_lm_layer *l0 = &m->layers[clf__lm_first(m)];
     if (g && l0->qkv.w) m->cfg.info.weight_dtype = l0->qkv.w->dtype;
+    m->whole = m->cfg.info;
+    if (shard) { /* the forward runs on this shard's heads and FFN columns */
+        m->cfg.info.heads /= shard->size;
+        m->cfg.info.kv_heads /= shard->size;
+        m->cfg.info.ffn_size /= shard->size;
+    }
     clf__lm_files_free(&files);
     clf_gguf_free(g);
     *out = m;
@@ -329,6 +388,7 @@ clf_status clf_lm_create_random(clf_context *ctx, const clf_lm_info *sizes, uint
         CLF_CHECK(random_lin(ctx, d, F, &rng, wt, &l->down));
     }
     m->cfg.info.parameters = count_params(m);
+    m->whole = m->cfg.info;
     *out = m;
     return CLF_SUCCESS;
 fail:
@@ -338,7 +398,7 @@ fail:
 
 clf_status clf_lm_get_info(const clf_lm *m, clf_lm_info *out) {
     if (!m || !out) return CLF_ERROR_INVALID_ARGUMENT;
-    *out = m->cfg.info;
+    *out = m->whole;
     return CLF_SUCCESS;
 }
 

@@ -112,6 +112,10 @@ struct clf_lm {
     clf_lin head;   /* (V, d); tied: tok itself where the linear kernels read tok as it is
                      * stored (head_shared), else the table loaded again (packed on CPUs) */
     int head_shared;
+    /* Tensor parallel (clf_lm_load_shard): cfg.info holds this shard's heads, K/V heads and FFN
+     * width, whole its sizes as the file gives them. */
+    clf_shard shard;
+    clf_lm_info whole;
 };
 
 /* What one step of a state works on: views for the current (B, T). */
@@ -180,6 +184,10 @@ clf_status clf__lm_plan_split(clf_lm *m, clf_context *const *ctxs, int n, const 
 /* A failure with status st recorded on ctx, one of m's stages: its message is copied to m->ctx
  * (prefixed with the stage and its device) when ctx is another context. Returns st. */
 clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st);
+
+/* Shared by the blocks: y (the stream's partial sums on a tensor-parallel shard) summed over the
+ * shards in place by m->shard.allreduce; nothing on a whole model. */
+clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
  * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each

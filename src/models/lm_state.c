@@ -413,7 +413,7 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
     }
     if (!m->heads) { /* a stage model without the head: its stream out */
         if (ws.pending) st = clf_add(out_ctx, &ws.h, &ws.o, &ws.h);
-        if (st == CLF_SUCCESS) st = clf_tensor_read(&ws.h, h_out, ws.h.bytes);
+        if (st == CLF_SUCCESS && h_out) st = clf_tensor_read(&ws.h, h_out, ws.h.bytes);
     } else if (all_t) { /* the last stage: final norm and head */
         st = arch->norm(out_ctx, m, &m->final, &ws, &ws.h, &ws.x);
         if (st == CLF_SUCCESS) st = clf__lin(out_ctx, &ws.x, &m->head, CLF_ACT_IDENTITY, lg);
@@ -515,7 +515,7 @@ clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const
             return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                              "lm stage step: logits must be (%lld, %lld, %lld) or (%lld, %lld)",
                              (long long)B, (long long)T, (long long)V, (long long)B, (long long)V);
-    } else if (!hidden_out) {
+    } else if (!hidden_out && m->shard.size <= 1) {
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "lm stage step: hidden_out is NULL (the stage has no head)");
     }

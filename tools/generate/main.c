@@ -95,6 +95,8 @@ static void usage(FILE *f) {
             "  --batch N                generate for N copies of the prompt at once (default 1;\n"
             "                           N > 1 prints one line per sequence at the end)\n"
             "  under mpirun -np N (a build with -DCLF_MPI=ON): one pipeline stage per rank\n"
+            "  --tensor-parallel        instead: every rank holds a part of every layer's\n"
+            "                           heads and FFN columns; two all-reduces per layer\n"
             "  --micro-batches M        micro-batches in flight (default: one per rank)\n"
             "  --prefill-chunk C        prompt positions per pipeline message (default: about\n"
             "                           4 messages per rank in flight, at least 8 positions)\n"
@@ -275,6 +277,8 @@ static int run_main(int argc, char **argv, int rank, int world) {
             dev.split = argv[++i];
         } else if (strcmp(a, "--batch") == 0 && has) {
             job.batch = (int64_t)num_arg(a, argv[++i], &bad);
+        } else if (strcmp(a, "--tensor-parallel") == 0) {
+            job.tp = 1;
         } else if (strcmp(a, "--micro-batches") == 0 && has) {
             job.micro = (int64_t)num_arg(a, argv[++i], &bad);
         } else if (strcmp(a, "--warmup") == 0) {

@@ -112,6 +112,72 @@ size_t mpi_recv(net *c, int peer, int tag, char **buf, size_t *cap) {
     return (size_t)len;
 }
 
+/* Answers every ping waiting for this rank; counts the pongs in *pongs (rank r: pongs[r] = 1). */
+static void answer(net *c, char *pongs) {
+    for (int flag = 1; flag;) {
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag || (st.MPI_TAG != TAG_PING && st.MPI_TAG != TAG_PONG)) return;
+        char b;
+        MPI_Recv(&b, 1, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (st.MPI_TAG == TAG_PONG) {
+            if (pongs) pongs[st.MPI_SOURCE] = 1;
+            continue;
+        }
+        MPI_Request r; /* not waited for: the job ends soon after a ping */
+        MPI_Isend(&c->rank, 1, MPI_BYTE, st.MPI_SOURCE, TAG_PONG, MPI_COMM_WORLD, &r);
+        MPI_Request_free(&r);
+    }
+}
+
+/* Waits (bounded) for a collective of every rank; past the timeout names the ranks that do not
+ * answer a ping. */
+static void wait_all(net *c, MPI_Request *r, const char *what) {
+    const double t0 = mpi_now();
+    for (int done = 0;;) {
+        MPI_Test(r, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        answer(c, NULL);
+        if (mpi_now() - t0 > c->timeout) break;
+        pause_briefly();
+    }
+    char *pongs = calloc((size_t)c->world, 1);
+    if (!pongs) mpi_die(c, "%s: another rank did not join within %.0f s", what, c->timeout);
+    char ping = 1;
+    for (int p = 0; p < c->world; p++)
+        if (p != c->rank) {
+            MPI_Request q;
+            MPI_Isend(&ping, 1, MPI_BYTE, p, TAG_PING, MPI_COMM_WORLD, &q);
+            MPI_Request_free(&q);
+        }
+    pongs[c->rank] = 1;
+    for (const double t1 = mpi_now(); mpi_now() - t1 < 1.0;) {
+        answer(c, pongs);
+        pause_briefly();
+    }
+    char late[256] = "";
+    for (int p = 0; p < c->world; p++)
+        if (!pongs[p] && strlen(late) < sizeof(late) - 16)
+            snprintf(late + strlen(late), sizeof(late) - strlen(late), "%s%d", *late ? ", " : "",
+                     p);
+    mpi_die(c, "%s: rank %s did not join within %.0f s", what,
+            *late ? late : "(none answered late)", c->timeout);
+}
+
+void mpi_bcast(net *c, void *buf, size_t len, int root) {
+    MPI_Request r;
+    MPI_Ibcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD, &r);
+    wait_all(c, &r, "a broadcast");
+}
+
+void mpi_allreduce_sum(net *c, float *x, int64_t n) {
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+    wait_all(c, &r, "an all-reduce");
+    c->msgs++;
+    c->bytes += (int64_t)sizeof(float) * n;
+}
+
 void mpi_check(const net *c, clf_context *ctx, clf_status st, const char *what) {
     if (st != CLF_SUCCESS)
         mpi_die(c, "%s: %s (%s)", what, clf_context_last_error(ctx), clf_strerror(st));

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TAG_JOB = 1, TAG_FWD, TAG_TOK, TAG_INFO, TAG_COUNT };
+enum { TAG_JOB = 1, TAG_FWD, TAG_TOK, TAG_INFO, TAG_COUNT, TAG_PING, TAG_PONG };
 enum { HDR = 32 }; /* a fwd message's header bytes */
 
 /* A send in flight: its own copy of the message, so the rank computes on while it travels. */
@@ -52,6 +52,12 @@ void mpi_drain(net *c);
 /* The next message of tag from peer into *buf (grown as needed), waited for (bounded); its
  * length. */
 size_t mpi_recv(net *c, int peer, int tag, char **buf, size_t *cap);
+/* Collectives over every rank, waited for (bounded): root's len bytes into every rank's buf; the
+ * sum of every rank's n floats in place, counted in c->msgs, bytes (this rank's share: n floats).
+ * While it waits a rank answers the others' pings; past the timeout it pings every rank and
+ * names those that do not answer within a second (hung, or stuck outside the collective). */
+void mpi_bcast(net *c, void *buf, size_t len, int root);
+void mpi_allreduce_sum(net *c, float *x, int64_t n);
 /* Dies with the context's message unless st is CLF_SUCCESS. */
 void mpi_check(const net *c, clf_context *ctx, clf_status st, const char *what);
 /* The test hook CLF_MPI_DIE_AT: kills (or hangs) this rank before its chosen stage step. */

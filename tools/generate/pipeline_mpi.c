@@ -23,6 +23,7 @@
  */
 #include "pipeline_mpi.h"
 #include "mpi_net.h"
+#include "tensor_mpi.h"
 #include "../../src/rng.h"
 
 #include <mpi.h>
@@ -145,6 +146,23 @@ static int is_eos(const clf_lm_info *in, int32_t t) {
     return 0;
 }
 
+int mpi_take_token(const gen_job *job, const clf_lm_info *in, int64_t b, int32_t t,
+                   unsigned char *done, int32_t *tokens, int64_t *counts, int timed) {
+    const int64_t max_new = job->gp.max_new_tokens;
+    if (done[b]) return 0;
+    if (!job->gp.ignore_eos && is_eos(in, t)) {
+        done[b] = 1;
+        return 0;
+    }
+    tokens[b * max_new + counts[b]++] = t;
+    if ((timed && job->gp.on_token && job->gp.on_token(job->gp.user, b, t)) ||
+        counts[b] == max_new) {
+        done[b] = 1;
+        return 1;
+    }
+    return 2;
+}
+
 /* One generation of the job through the pipeline (this rank's part): micro-batches, each with a
  * state on every rank; rank 0 fills tokens and counts; timed: the run whose figures --stats
  * prints and whose tokens stream (a warm-up run's do not). */
@@ -257,23 +275,11 @@ static void pipeline(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
                 const int64_t b = u->off + i;
                 int32_t t;
                 memcpy(&t, *buf + 8 + 4 * i, 4);
-                nn[i] = 0;
-                next[i] = 0;
-                if (done[b]) continue;
-                if (!job->gp.ignore_eos && is_eos(in, t)) {
-                    done[b] = 1;
-                    continue;
-                }
-                tokens[b * max_new + counts[b]++] = t;
-                produced++;
-                if ((timed && job->gp.on_token && job->gp.on_token(job->gp.user, b, t)) ||
-                    counts[b] == max_new) {
-                    done[b] = 1;
-                    continue;
-                }
-                nn[i] = 1;
-                next[i] = t;
-                any = 1;
+                const int took = mpi_take_token(job, in, b, t, done, tokens, counts, timed);
+                produced += took > 0;
+                nn[i] = took == 2;
+                next[i] = took == 2 ? t : 0;
+                any |= took == 2;
             }
             if (!any) { /* every sequence of the micro-batch is done: stop it along the line */
                 const int64_t hd[4] = {k, 0, 1, 0};
@@ -435,8 +441,15 @@ int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tok
         memcpy(prompt, buf + 16, 4 * (size_t)n);
     }
 
-    /* this rank's stage */
+    /* this rank's stage (or shard) */
     clf_context *ctx = open_context(&c, job);
+    if (job->tp) {
+        tp_generate(&c, job, ctx, prompt, n, B, tokens, counts);
+        free(prompt);
+        free(buf);
+        clf_context_free(ctx);
+        return 0;
+    }
     clf_lm_info in;
     mpi_check(&c, ctx, clf_lm_read_info(ctx, job->model, &in), "reading the model");
     int64_t first[257];

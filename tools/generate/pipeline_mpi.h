@@ -21,6 +21,7 @@ typedef struct gen_job {
     double timeout;         /* seconds any wait for another rank may take */
     int stats;
     int warmup; /* run the whole generation once before the one that counts (and prints) */
+    int tp;     /* tensor parallel (tensor_mpi.c) instead of a pipeline */
 } gen_job;
 
 /* Runs job on every rank of MPI_COMM_WORLD (more than one). Rank 0 gives the prompt (ids, n) and
@@ -29,5 +30,12 @@ typedef struct gen_job {
  * the job (every rank exits non-zero) with a message naming itself or the rank it waited for. */
 int mpi_generate(const gen_job *job, const int32_t *ids, int64_t n, int32_t *tokens,
                  int64_t *counts);
+
+/* Rank 0's record of token t sampled for sequence b (shared by the pipeline and tensor_mpi.c):
+ * 0 when the sequence was done or t ends it (eos, not kept), 1 when t is kept and ends it (the
+ * count reached, or on_token asked to stop; streamed only when timed), 2 when kept and the
+ * sequence goes on. */
+int mpi_take_token(const gen_job *job, const clf_lm_info *in, int64_t b, int32_t t,
+                   unsigned char *done, int32_t *tokens, int64_t *counts, int timed);
 
 #endif
