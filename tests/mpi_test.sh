@@ -66,9 +66,9 @@ for want in "^rank 0: layers 0 .. 1, embedding, " "^rank 1: layers 2 .. 3, [0-9.
 done
 echo "--stats: ranks' layers and boundary traffic printed"
 "${mpi[@]}" -np 3 "$gen" --model "$tp" "${greedy[@]}" --tensor-parallel --stats >/dev/null 2>"$tmp/err"
-for want in "^rank 0: shard 0 of 3 of every layer (2 of 6 heads), embedding, head, " \
-    "^rank 2: shard 2 of 3 of every layer (2 of 6 heads), embedding, [0-9.]* MB" \
-    "^all-reduces: 48, " "^generated: 12 tokens"; do
+for want in "^rank 0: shard 0 of 3 of every layer (2 of 6 heads) and of the head, embedding, " \
+    "^rank 2: shard 2 of 3 of every layer (2 of 6 heads) and of the head, embedding, [0-9.]* MB" \
+    "^all-reduces: 60, " "^generated: 12 tokens"; do
     grep -q "$want" "$tmp/err" || { cat "$tmp/err"; echo "--tensor-parallel --stats: no line matching '$want'"; exit 1; }
 done
 echo "--tensor-parallel --stats: shards and all-reduces printed"
@@ -139,3 +139,11 @@ net=$(timeout 120 ip netns exec "$ns1" "${mpi[@]}" -np 2 --host 10.99.0.1,10.99.
 [ "$net" = "$one" ] || { echo "network run gave '$net', one process '$one'"; exit 1; }
 grep -qx 10.99.0.2 "$tmp/launched" || { echo "rank 1 was not started in $ns2"; exit 1; }
 echo "network: rank 0 in $ns1 (10.99.0.1), rank 1 in $ns2 (10.99.0.2), MPI over TCP on a veth pair: same ids"
+: >"$tmp/launched"
+net=$(timeout 120 ip netns exec "$ns1" "${mpi[@]}" -np 2 --host 10.99.0.1,10.99.0.2 \
+    --mca plm_rsh_agent "$tmp/agent" --mca btl tcp,self --mca btl_tcp_if_include 10.99.0.0/24 \
+    --mca oob_tcp_if_include 10.99.0.0/24 "$gen" --model "$data/llama_gqa" "${greedy[@]}" \
+    --tensor-parallel 2>"$tmp/err") || { cat "$tmp/err"; echo "tensor-parallel network run failed"; exit 1; }
+[ "$net" = "$one" ] || { echo "tensor-parallel network run gave '$net', one process '$one'"; exit 1; }
+grep -qx 10.99.0.2 "$tmp/launched" || { echo "rank 1 was not started in $ns2"; exit 1; }
+echo "network: the same in tensor parallel (all-reduces over TCP): same ids"

@@ -278,14 +278,16 @@ typedef struct clf_shard {
 /* Shard rank of size of the model at path on ctx. Query heads, K/V heads and FFN columns are cut
  * into size equal parts: the shard keeps part rank of W_q, W_k, W_v, gate and up (rows, with
  * their biases), of W_o and down (columns; their biases on shard 0 alone) and its part of the KV
- * cache; the norms and the token embedding (GPT-2: and positions) are whole on every shard, the
- * final norm and the head on shard 0 alone. Every shard steps with clf_lm_state_step_stage on the
- * same ids and counts; shard 0 gives the logits, the others take logits and hidden_out NULL.
- * Refused (CLF_ERROR_INVALID_ARGUMENT, naming the count) when size does not divide the heads,
- * the K/V heads or the FFN width, or a quantized weight's columns do not cut into whole blocks.
- * Each weight matrix is read from the file, cut on the host and only the shard's part stays on
- * the device. clf_lm_get_info describes the whole model but parameters (the shard's);
- * clf_lm_stages gives the shard's weight bytes. size 1 is clf_lm_load_with. */
+ * cache; the head's rows (the vocabulary, V r / size .. V (r + 1) / size - 1) are cut too, the
+ * logits summed by a third all-reduce of (rows, V) floats; the norms and the token embedding
+ * (GPT-2: and positions) are whole on every shard. Every shard steps with
+ * clf_lm_state_step_stage (or clf_lm_state_step) on the same ids and counts: each gives the
+ * logits when asked, or takes logits NULL (it joins as for (B, V) logits: all shards must ask
+ * for the same shape or NULL). Refused (CLF_ERROR_INVALID_ARGUMENT, naming the count) when size
+ * does not divide the heads, the K/V heads or the FFN width, or a quantized weight's columns do
+ * not cut into whole blocks. Each weight matrix is read from the file, cut on the host and only
+ * the shard's part stays on the device. clf_lm_get_info describes the whole model but for
+ * parameters (the shard's); clf_lm_stages gives the shard's weight bytes. */
 CLF_API clf_status clf_lm_load_shard(clf_context *ctx, const char *path,
                                      const clf_load_params *params, const clf_shard *shard,
                                      clf_lm **out);

@@ -121,7 +121,9 @@ static clf_status gpt2_load(clf_loader *L, clf_lm *m) {
     L->ctx = m->parts[m->n_parts - 1].ctx;
     if (m->heads) {
         CLF_TRY(load_ln(L, "ln_f", d, &m->final));
+        L->cut = CLF_CUT_ROWS; /* a tensor-parallel shard's rows of the vocabulary */
         CLF_TRY(clf__lm_tied_head(L, m, "wte"));
+        L->cut = CLF_CUT_NONE;
     }
     for (L->layer = clf__lm_first(m); L->layer < clf__lm_end(m); L->layer++) {
         clf_lm_layer *l = &m->layers[L->layer];

@@ -144,10 +144,12 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
     L->ctx = m->parts[m->n_parts - 1].ctx;
     if (m->heads) {
         CLF_TRY(clf__load(L, "model.norm.weight", d, 0, &m->final.g));
+        L->cut = CLF_CUT_ROWS; /* a tensor-parallel shard's rows of the vocabulary */
         if (m->cfg.tied)
             CLF_TRY(clf__lm_tied_head(L, m, "model.embed_tokens"));
         else
             CLF_TRY(clf__load_lin(L, "lm_head", in->vocab_size, d, 0, &m->head));
+        L->cut = CLF_CUT_NONE;
     }
     const int64_t h = in->head_dim / 2;
     for (int p = 0; p < m->n_parts; p++) {

@@ -143,6 +143,10 @@ clf_status clf__load_rows(clf_loader *L, const char *const *names, int count, co
     return clf__cut(L, names[0], count, rows, out);
 }
 
+int64_t clf__cut_rows(int64_t rows, int r, int n) {
+    return n > 1 ? rows * (r + 1) / n - rows * r / n : rows;
+}
+
 clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *rows,
                     clf_tensor **t) {
     const int n = L->shard_size, r = L->shard_rank;
@@ -167,15 +171,9 @@ clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *r
             part[i] = rows[0] / parts;
     }
     int64_t keep_rows = 0, keep_cols = C;
-    if (L->cut == CLF_CUT_ROWS) {
-        for (int i = 0; i < parts; i++) {
-            if (part[i] % n)
-                return clf__fail(L->ctx, CLF_ERROR_INVALID_ARGUMENT,
-                                 "tensor parallel: \"%s\"'s %lld rows do not cut into %d equal "
-                                 "shards",
-                                 name, (long long)part[i], n);
-            keep_rows += part[i] / n;
-        }
+    if (L->cut == CLF_CUT_ROWS) { /* part i's rows P i r / n .. P i (r + 1) / n - 1 */
+        for (int i = 0; i < parts; i++)
+            keep_rows += clf__cut_rows(part[i], r, n);
     } else {
         keep_rows = w->shape[0];
         keep_cols = C / n;
@@ -194,8 +192,8 @@ clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *r
     if (st == CLF_SUCCESS && L->cut == CLF_CUT_ROWS) {
         int64_t at = 0, to = 0; /* part i's rows start at `at`; this shard's piece of it */
         for (int i = 0; i < parts; i++) {
-            const int64_t piece = part[i] / n;
-            memcpy(mine + (size_t)to * kb, all + (size_t)(at + r * piece) * rb, (size_t)piece * kb);
+            const int64_t piece = clf__cut_rows(part[i], r, n), from = part[i] * r / n;
+            memcpy(mine + (size_t)to * kb, all + (size_t)(at + from) * rb, (size_t)piece * kb);
             at += part[i];
             to += piece;
         }
@@ -305,7 +303,8 @@ clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, c
         clf_tensor **tb = run ? &l->more[run - 1].b : &l->b;
         int64_t out = 0;
         for (int j = start; j < i; j++) /* this shard's outputs when its rows are cut */
-            out += L->cut == CLF_CUT_ROWS && L->shard_size > 1 ? rows[j] / L->shard_size : rows[j];
+            out += L->cut == CLF_CUT_ROWS ? clf__cut_rows(rows[j], L->shard_rank, L->shard_size)
+                                          : rows[j];
         CLF_TRY(clf__load_rows(L, wn + start, i - start, rows + start, cols, 0, tw));
         if (bias) CLF_TRY(clf__load_rows(L, bn + start, i - start, rows + start, 0, 0, tb));
         CLF_TRY(clf__pack(L->ctx, L->weight_dtype, tw));

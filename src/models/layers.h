@@ -126,9 +126,13 @@ typedef struct clf_loader {
 } clf_loader;
 
 /* How a shard keeps its part of a loaded tensor: CLF_CUT_ROWS, each stacked part's rows (and its
- * bias) cut in shard_size equal pieces (W_q, W_k, W_v, gate, up); CLF_CUT_COLS, the columns
- * (W_o, down), the bias kept whole by shard 0 alone (the all-reduce adds it once). */
+ * bias) cut in shard_size pieces, rows P r / n .. P (r + 1) / n - 1 of a part of P (W_q, W_k,
+ * W_v, gate, up: even, as the heads and FFN width divide; the head's vocabulary: any);
+ * CLF_CUT_COLS, the columns (W_o, down), the bias kept whole by shard 0 alone (the all-reduce adds
+ * it once). */
 enum { CLF_CUT_NONE = 0, CLF_CUT_ROWS, CLF_CUT_COLS };
+/* The rows shard r of n keeps of a part of `rows` rows (n 1: all). */
+int64_t clf__cut_rows(int64_t rows, int r, int n);
 /* Cuts *t (name: the first file tensor's, for messages; count stacked parts of rows[i] rows, as
  * loaded: before clf__pack) to this shard's part as L->cut says; a COLS bias on a shard but the
  * first becomes NULL. Refused when the cut is uneven or a quantized row's part is not whole blocks.

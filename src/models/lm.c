@@ -50,7 +50,7 @@ static int64_t numel_or0(const clf_tensor *t) {
 clf_status clf__lm_tied_head(clf_loader *L, clf_lm *m, const char *stem) {
     const clf_dtype t = m->tok ? m->tok->dtype : CLF_F32;
     if (m->tok && m->tok->ctx == L->ctx && (t != CLF_F32 || L->weight_dtype == CLF_F32) &&
-        !clf__linear_packs(L->ctx, t)) {
+        !clf__linear_packs(L->ctx, t) && L->shard_size <= 1) { /* a shard cuts the head's rows */
         m->head.w = m->tok;
         m->head_shared = 1;
         return CLF_SUCCESS;
@@ -282,10 +282,7 @@ static clf_status load(clf_context *const *ctxs, int n, const double *split, int
                     .n_gguf_names = m->cfg.arch->n_gguf_names,
                     .shard_rank = shard ? shard->rank : 0,
                     .shard_size = shard ? shard->size : 1};
-    if (shard) {
-        m->shard = *shard;
-        m->heads = shard->rank == 0; /* the head and its sampling on the first shard */
-    }
+    if (shard) m->shard = *shard;
     st = m->cfg.arch->load(&L, m);
     if (st != CLF_SUCCESS) {
         clf__lm_relay_error(m, L.ctx, st);

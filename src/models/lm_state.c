@@ -15,6 +15,7 @@ typedef struct stage_ws {
     clf_tensor *h, *x, *qkv, *att, *o, *up, *mid; /* (rows, d | d | q+2kv | q | d | 2F | F) */
     clf_tensor *lens, *offs, *pos_ids;            /* (B, T), (B), (B, T) I32 */
     clf_tensor *last;                             /* last stage: (B, d) each sequence's last row */
+    clf_tensor *part; /* a tensor-parallel shard: (rows, its vocabulary rows) of the logits */
     /* The last step's staging writes, not waited for (the queue is in order: the kernels after
      * them see the data); the staging arrays change only after it completes. */
     cl_event staged;
@@ -30,6 +31,7 @@ struct clf_lm_state {
     int32_t *host_lens, *host_pos; /* (B, T) staging */
     int32_t *host_offs;            /* (B) staging */
     float *carry;                  /* (rows, d) the residual stream between stages (split) */
+    float *part_h, *logits_h;      /* a shard's part of the logits and all of them, on the host */
     /* The caller's ids or logits on another context than the first or last stage's: copies */
     clf_tensor *ids_here, *logits_here;
 };
@@ -53,13 +55,16 @@ static void ws_free(clf_lm_state *s) {
     wait_staged(s);
     for (int p = 0; s->st && p < s->m->n_parts; p++) {
         stage_ws *w = &s->st[p];
-        clf_tensor *ts[] = {w->h,  w->x,   w->qkv,  w->att,     w->o,
-                            w->up, w->mid, w->lens, w->pos_ids, w->last};
+        clf_tensor *ts[] = {w->h,   w->x,    w->qkv,     w->att,  w->o,   w->up,
+                            w->mid, w->lens, w->pos_ids, w->last, w->part};
         for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
             clf_tensor_free(ts[i]);
         w->h = w->x = w->qkv = w->att = w->o = w->up = w->mid = w->lens = w->pos_ids = w->last =
-            NULL;
+            w->part = NULL;
     }
+    free(s->part_h);
+    free(s->logits_h);
+    s->part_h = s->logits_h = NULL;
     free(s->host_lens);
     free(s->host_pos);
     free(s->carry);
@@ -276,7 +281,6 @@ static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64
     ids = as_first_context(m, ids, &ids_c);
     logits = as_first_context(m, logits, &logits_c);
     CLF_TRY(clf__check_ids(ctx, ids, NULL));
-    CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
     const int64_t B = ids->shape[0], T = ids->shape[1];
     char a[96], b[96];
     if (B != s->batch)
@@ -284,6 +288,9 @@ static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64
                          "lm step: ids %s must have the state's "
                          "%lld sequences",
                          clf__shape_str(ids, a, sizeof(a)), (long long)s->batch);
+    /* a tensor-parallel shard without logits joins the head's all-reduce as for (B, V) */
+    if (!logits && m->shard.size > 1) return check_counts(s, T, n_new);
+    CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
     *all_t = logits->ndim == 3;
     const bool ok = (logits->ndim == 3 && logits->shape[0] == B && logits->shape[1] == T &&
                      logits->shape[2] == V) ||
@@ -352,6 +359,35 @@ static clf_status stage_staging(clf_lm_state *s, int p, clf_lm_ws *ws) {
 /* A checked step of T positions: the stream from ids (a model that embeds) or h_in (B, T, d)
  * host floats, through the stages, to logits (a model with the head; all_t: every position) or
  * h_out (B, T, d) host floats. */
+/* The head on x (rows, d) into lg (rows, V), or on a tensor-parallel shard its rows of the
+ * vocabulary, the others' added by the all-reduce (into lg when the caller gave logits). */
+static clf_status head(clf_lm_state *s, clf_context *ctx, const clf_tensor *x, clf_tensor *lg) {
+    const clf_lm *m = s->m;
+    if (m->shard.size <= 1) return clf__lin(ctx, x, &m->head, CLF_ACT_IDENTITY, lg);
+    const int64_t d = m->cfg.info.hidden_size, rows = x->numel / d, V = m->cfg.info.vocab_size,
+                  v0 = V * m->shard.rank / m->shard.size,
+                  vr = clf__cut_rows(V, m->shard.rank, m->shard.size);
+    stage_ws *w = &s->st[m->n_parts - 1];
+    clf_tensor xv = clf__view(x, rows, d, 0);
+    CLF_TRY(clf__ensure(ctx, &w->part, CLF_F32, rows * vr));
+    clf_tensor pv = clf__view(w->part, rows, vr, 0);
+    CLF_TRY(clf__lin(ctx, &xv, &m->head, CLF_ACT_IDENTITY, &pv));
+    float *ph = realloc(s->part_h, sizeof(float) * (size_t)(rows * vr));
+    if (ph) s->part_h = ph;
+    float *all = ph ? realloc(s->logits_h, sizeof(float) * (size_t)(rows * V)) : NULL;
+    if (all) s->logits_h = all;
+    if (!ph || !all) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    CLF_TRY(clf_tensor_read(&pv, ph, pv.bytes));
+    memset(all, 0, sizeof(float) * (size_t)(rows * V));
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(all + i * V + v0, ph + i * vr, sizeof(float) * (size_t)vr);
+    if (m->shard.allreduce(m->shard.user, all, rows * V) != 0)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "tensor parallel: shard %d's all-reduce of the logits failed",
+                         m->shard.rank);
+    return lg ? clf_tensor_write(lg, all, sizeof(float) * (size_t)(rows * V)) : CLF_SUCCESS;
+}
+
 static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const float *h_in,
                        const int64_t *n_new, float *h_out, clf_tensor *logits, int all_t) {
     const clf_lm *m = s->m;
@@ -413,10 +449,10 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
     }
     if (!m->heads) { /* a stage model without the head: its stream out */
         if (ws.pending) st = clf_add(out_ctx, &ws.h, &ws.o, &ws.h);
-        if (st == CLF_SUCCESS && h_out) st = clf_tensor_read(&ws.h, h_out, ws.h.bytes);
+        if (st == CLF_SUCCESS) st = clf_tensor_read(&ws.h, h_out, ws.h.bytes);
     } else if (all_t) { /* the last stage: final norm and head */
         st = arch->norm(out_ctx, m, &m->final, &ws, &ws.h, &ws.x);
-        if (st == CLF_SUCCESS) st = clf__lin(out_ctx, &ws.x, &m->head, CLF_ACT_IDENTITY, lg);
+        if (st == CLF_SUCCESS) st = head(s, out_ctx, &ws.x, lg);
     } else {
         /* Only each sequence's last new row goes through the final norm and the head. */
         if (ws.pending) { /* h += o over all rows (the norm would fuse it) */
@@ -433,7 +469,7 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
         }
         if (st == CLF_SUCCESS) st = arch->norm(out_ctx, m, &m->final, &ws, &lastv, &lx);
         clf_tensor lx2 = clf__view(w->x, B, d, 0);
-        if (st == CLF_SUCCESS) st = clf__lin(out_ctx, &lx2, &m->head, CLF_ACT_IDENTITY, lg);
+        if (st == CLF_SUCCESS) st = head(s, out_ctx, &lx2, lg);
     }
     if (st == CLF_SUCCESS && lg && lg != logits) { /* logits on another context: the host */
         float *h = malloc(lg->bytes);
@@ -515,7 +551,7 @@ clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const
             return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                              "lm stage step: logits must be (%lld, %lld, %lld) or (%lld, %lld)",
                              (long long)B, (long long)T, (long long)V, (long long)B, (long long)V);
-    } else if (!hidden_out && m->shard.size <= 1) {
+    } else if (!hidden_out) {
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "lm stage step: hidden_out is NULL (the stage has no head)");
     }

@@ -1,9 +1,10 @@
 /*
  * tensor_mpi.c — see tensor_mpi.h. Each step every rank embeds the same ids, runs its shard of
  * each layer and adds the other shards' partial sums (MPI_Iallreduce, bounded like every wait);
- * rank 0 alone holds the final norm and head, samples each sequence from its own stream (as
- * clf_lm_generate does) and broadcasts the next ids and counts, or the stop. Per token and layer
- * two all-reduces of (B, 1, d) floats cross the ranks.
+ * every rank holds its rows of the head, whose logits a third all-reduce sums; rank 0 samples each
+ * sequence from its own stream (as clf_lm_generate does) and broadcasts the next ids and counts,
+ * or the stop. Per decoding step two all-reduces of (B, 1, d) floats per layer cross the ranks,
+ * and one of (B, V).
  */
 #include "tensor_mpi.h"
 #include "../../src/rng.h"
@@ -178,10 +179,10 @@ void tp_generate(net *c, const gen_job *job, clf_context *ctx, const int32_t *pr
             }
             if (job->stats)
                 fprintf(stderr,
-                        "rank %d: shard %d of %d of every layer (%lld of %lld heads), embedding%s, "
-                        "%.1f MB of weights on %s\n",
+                        "rank %d: shard %d of %d of every layer (%lld of %lld heads) and of the "
+                        "head, embedding, %.1f MB of weights on %s\n",
                         r, r, c->world, (long long)(in.heads / c->world), (long long)in.heads,
-                        r == 0 ? ", head" : "", (double)bytes / 1e6, name);
+                        (double)bytes / 1e6, name);
         }
     }
     free(buf);

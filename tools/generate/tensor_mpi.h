@@ -1,8 +1,8 @@
 /*
  * tensor_mpi.h — clformer-generate --tensor-parallel over MPI ranks: every rank holds shard r of
  * every layer (clf_lm_load_shard: its part of the heads and FFN columns) and runs every step;
- * the shards' partial sums meet in two all-reduces per layer; rank 0 holds the head, samples and
- * broadcasts each step's ids.
+ * the shards' partial sums meet in two all-reduces per layer and one for the head's logits; rank
+ * 0 samples and broadcasts each step's ids.
  */
 #ifndef CLF_TOOLS_TENSOR_MPI_H
 #define CLF_TOOLS_TENSOR_MPI_H
