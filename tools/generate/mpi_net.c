@@ -172,11 +172,13 @@ void mpi_bcast(net *c, void *buf, size_t len, int root) {
 }
 
 void mpi_allreduce_sum(net *c, float *x, int64_t n) {
+    const double t0 = mpi_now();
     MPI_Request r;
     MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
     wait_all(c, &r, "an all-reduce");
     c->msgs++;
     c->bytes += (int64_t)sizeof(float) * n;
+    c->coll_s += mpi_now() - t0;
 }
 
 void mpi_check(const net *c, clf_context *ctx, clf_status st, const char *what) {

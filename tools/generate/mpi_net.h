@@ -31,6 +31,7 @@ typedef struct net {
     int next;
     double timeout;
     int64_t msgs, bytes; /* sent forward (fwd messages) */
+    double coll_s;       /* seconds in collectives (waiting for the others included) */
     int die_at;          /* the test hook's step, -1: none */
     int hang;            /* the test hook hangs instead of dying */
     int64_t steps;

@@ -79,12 +79,16 @@ static void run_once(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
             counts[b] = 0;
     }
     c->msgs = c->bytes = 0;
+    c->coll_s = 0;
     const double t0 = mpi_now();
     double t_first = 0;
     int64_t produced = 0;
     mpi_maybe_die(c);
     mpi_check(c, ctx, clf_lm_state_step_stage(r.s, r.ids, NULL, n, NULL, NULL, r.logits),
               "prefill");
+    const int64_t pre_msgs = c->msgs, pre_bytes = c->bytes;
+    const double pre_s = c->coll_s, t_pre = mpi_now() - t0;
+    int64_t steps = 0;
     for (;;) {
         int64_t any = 0;
         if (root) {
@@ -119,15 +123,23 @@ static void run_once(net *c, const gen_job *job, clf_context *ctx, clf_lm *m, co
         mpi_maybe_die(c);
         mpi_check(c, ctx, clf_lm_state_step_stage(r.s, r.ids1, NULL, 1, nn, NULL, r.logits),
                   "step");
+        steps++;
     }
     const double t1 = mpi_now();
+    if (job->stats && timed) /* every rank: its time in all-reduces */
+        fprintf(stderr,
+                "rank %d: all-reduces took %.0f%% of the prefill (%.1f ms), %.0f%% of the "
+                "decoding\n",
+                c->rank, 100 * pre_s / t_pre, 1e3 * pre_s,
+                100 * (c->coll_s - pre_s) / (t1 - t0 - t_pre));
     if (root && job->stats && timed) {
         fprintf(stderr,
-                "all-reduces: %lld, %.1f kB per rank (%.2f all-reduces, %.1f kB per generated "
-                "token)\n",
-                (long long)c->msgs, (double)c->bytes / 1e3,
-                produced ? (double)c->msgs / (double)produced : 0.0,
-                produced ? (double)c->bytes / 1e3 / (double)produced : 0.0);
+                "all-reduces: %lld, %.1f kB per rank: the prefill %lld, %.1f kB; each of %lld "
+                "decoding steps of %lld sequences %.0f, %.1f kB\n",
+                (long long)c->msgs, (double)c->bytes / 1e3, (long long)pre_msgs,
+                (double)pre_bytes / 1e3, (long long)steps, (long long)B,
+                steps ? (double)(c->msgs - pre_msgs) / (double)steps : 0.0,
+                steps ? (double)(c->bytes - pre_bytes) / 1e3 / (double)steps : 0.0);
         fprintf(stderr, "prompt: %lld x %lld tokens, %.1f tokens/s (to the first new tokens)\n",
                 (long long)B, (long long)n, t_first > t0 ? (double)(B * n) / (t_first - t0) : 0.0);
         fprintf(stderr, "generated: %lld tokens, %.1f tokens/s over %d ranks, tensor parallel\n",
