@@ -135,7 +135,7 @@ enum { CLF_CUT_NONE = 0, CLF_CUT_ROWS, CLF_CUT_COLS };
 int64_t clf__cut_rows(int64_t rows, int r, int n);
 /* Cuts *t (name: the first file tensor's, for messages; count stacked parts of rows[i] rows, as
  * loaded: before clf__pack) to this shard's part as L->cut says; a COLS bias on a shard but the
- * first becomes NULL. Refused when the cut is uneven or a quantized row's part is not whole blocks.
+ * first becomes NULL. Refused when the columns do not cut evenly into whole blocks.
  */
 clf_status clf__cut(clf_loader *L, const char *name, int count, const int64_t *rows,
                     clf_tensor **t);

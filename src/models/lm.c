@@ -209,15 +209,19 @@ static clf_status check_shard(clf_context *ctx, const clf_lm_info *in, int size)
     return CLF_SUCCESS;
 }
 
+clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_t n) {
+    if (m->shard.allreduce(m->shard.user, x, n) == 0) return CLF_SUCCESS;
+    return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                     "tensor parallel: shard %d's all-reduce of %lld floats failed", m->shard.rank,
+                     (long long)n);
+}
+
 clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y) {
     if (m->shard.size <= 1) return CLF_SUCCESS;
     float *h = malloc(y->bytes);
     clf_status st = h ? clf_tensor_read(y, h, y->bytes)
                       : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (st == CLF_SUCCESS && m->shard.allreduce(m->shard.user, h, y->numel) != 0)
-        st = clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                       "tensor parallel: shard %d's all-reduce of %lld floats failed",
-                       m->shard.rank, (long long)y->numel);
+    if (st == CLF_SUCCESS) st = clf__lm_allreduce(ctx, m, h, y->numel);
     if (st == CLF_SUCCESS) st = clf_tensor_write(y, h, y->bytes);
     free(h);
     return st;

@@ -188,6 +188,8 @@ clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st)
 /* Shared by the blocks: y (the stream's partial sums on a tensor-parallel shard) summed over the
  * shards in place by m->shard.allreduce; nothing on a whole model. */
 clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y);
+/* n host floats summed over the shards by m->shard.allreduce; its failure reported on ctx. */
+clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_t n);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
  * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each

@@ -381,10 +381,7 @@ static clf_status head(clf_lm_state *s, clf_context *ctx, const clf_tensor *x, c
     memset(all, 0, sizeof(float) * (size_t)(rows * V));
     for (int64_t i = 0; i < rows; i++)
         memcpy(all + i * V + v0, ph + i * vr, sizeof(float) * (size_t)vr);
-    if (m->shard.allreduce(m->shard.user, all, rows * V) != 0)
-        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
-                         "tensor parallel: shard %d's all-reduce of the logits failed",
-                         m->shard.rank);
+    CLF_TRY(clf__lm_allreduce(ctx, m, all, rows * V));
     return lg ? clf_tensor_write(lg, all, sizeof(float) * (size_t)(rows * V)) : CLF_SUCCESS;
 }
 
