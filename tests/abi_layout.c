@@ -27,6 +27,10 @@ int main(void) {
     F(clf_context_params, gemm_tuning);
     S(clf_load_params);
     F(clf_load_params, cache_dtype);
+    S(clf_shard);
+    F(clf_shard, size);
+    F(clf_shard, allreduce);
+    F(clf_shard, user);
     S(clf_lm_info);
     F(clf_lm_info, vocab_size);
     F(clf_lm_info, max_positions);

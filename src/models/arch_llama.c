@@ -201,13 +201,13 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
     CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));                               /* query and key heads */
     CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));             /* (B, T, q) */
     CLF_TRY(clf__lin(ctx, &ws->att, &l->o, CLF_ACT_IDENTITY, &ws->o));
-    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o)); /* a shard's partial sums: summed over shards */
+    CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o)); /* a shard's partial sums: summed over shards */
     ws->pending = 1;
     CLF_TRY(llama_norm(ctx, m, &l->n2, ws, &ws->h, &ws->x));           /* h += o; x = norm(h) */
     CLF_TRY(clf__lin(ctx, &ws->x, &l->up, CLF_ACT_IDENTITY, &ws->up)); /* (B, T, 2F) */
     CLF_TRY(clf_gated_act(ctx, &ws->up, NULL, CLF_ACT_SILU, &ws->mid));
     CLF_TRY(clf__lin(ctx, &ws->mid, &l->down, CLF_ACT_IDENTITY, &ws->o));
-    CLF_TRY(clf__lm_reduce(ctx, m, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o));
     ws->pending = 1; /* added into h by the next norm */
     return CLF_SUCCESS;
 }

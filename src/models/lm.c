@@ -216,15 +216,18 @@ clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_
                      (long long)n);
 }
 
-clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y) {
+clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_lm_ws *ws, clf_tensor *y) {
     if (m->shard.size <= 1) return CLF_SUCCESS;
-    float *h = malloc(y->bytes);
-    clf_status st = h ? clf_tensor_read(y, h, y->bytes)
-                      : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (st == CLF_SUCCESS) st = clf__lm_allreduce(ctx, m, h, y->numel);
-    if (st == CLF_SUCCESS) st = clf_tensor_write(y, h, y->bytes);
-    free(h);
-    return st;
+    if (*ws->reduce_n < y->numel) { /* grows to the largest step's stream, then stays */
+        float *h = realloc(*ws->reduce_h, y->bytes);
+        if (!h) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        *ws->reduce_h = h;
+        *ws->reduce_n = y->numel;
+    }
+    float *h = *ws->reduce_h;
+    CLF_TRY(clf_tensor_read(y, h, y->bytes));
+    CLF_TRY(clf__lm_allreduce(ctx, m, h, y->numel));
+    return clf_tensor_write(y, h, y->bytes);
 }
 
 /* A model on ctxs (split n ways), or a stage of it (n 1: layers first .. end - 1; end -1: all),

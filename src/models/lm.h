@@ -133,6 +133,8 @@ typedef struct clf_lm_ws {
     const clf_tensor *freq; /* Llama family: the stage's rotary frequencies */
     int64_t nk;             /* keys in use: max over b of length(b) + n_new[b] */
     int pending;            /* o holds a sublayer output not yet added into h */
+    float **reduce_h;       /* a shard's host copy of the stream for its all-reduce (the state's */
+    int64_t *reduce_n;      /* buffer and its floats, grown by clf__lm_reduce, kept across steps) */
 } clf_lm_ws;
 
 /* A family, all in its arch_*.c: the names it answers to (config.json's "architectures",
@@ -187,7 +189,7 @@ clf_status clf__lm_relay_error(const clf_lm *m, clf_context *ctx, clf_status st)
 
 /* Shared by the blocks: y (the stream's partial sums on a tensor-parallel shard) summed over the
  * shards in place by m->shard.allreduce; nothing on a whole model. */
-clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_tensor *y);
+clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_lm_ws *ws, clf_tensor *y);
 /* n host floats summed over the shards by m->shard.allreduce; its failure reported on ctx. */
 clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_t n);
 

@@ -32,6 +32,8 @@ struct clf_lm_state {
     int32_t *host_offs;            /* (B) staging */
     float *carry;                  /* (rows, d) the residual stream between stages (split) */
     float *part_h, *logits_h;      /* a shard's part of the logits and all of them, on the host */
+    float *reduce_h;               /* a shard's stream for its all-reduces (clf_lm_ws.reduce_h) */
+    int64_t reduce_n;
     /* The caller's ids or logits on another context than the first or last stage's: copies */
     clf_tensor *ids_here, *logits_here;
 };
@@ -64,7 +66,9 @@ static void ws_free(clf_lm_state *s) {
     }
     free(s->part_h);
     free(s->logits_h);
-    s->part_h = s->logits_h = NULL;
+    free(s->reduce_h);
+    s->part_h = s->logits_h = s->reduce_h = NULL;
+    s->reduce_n = 0;
     free(s->host_lens);
     free(s->host_pos);
     free(s->carry);
@@ -212,6 +216,8 @@ static void ws_views(clf_lm_state *s, int p, int64_t T, clf_lm_ws *ws) {
     ws->pos_ids = clf__view(w->pos_ids, B, T, 0);
     ws->offs = w->offs;
     ws->freq = s->m->parts[p].freq;
+    ws->reduce_h = &s->reduce_h;
+    ws->reduce_n = &s->reduce_n;
 }
 
 clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,

@@ -93,6 +93,14 @@ class LoadParams(Structure):  # clf_load_params
     _fields_ = [("weight_dtype", c_int), ("cache_dtype", c_int)]
 
 
+ALLREDUCE_FN = CFUNCTYPE(c_int, c_void_p, POINTER(c_float), c_int64)  # clf_allreduce_fn
+
+
+class Shard(Structure):  # clf_shard
+    _fields_ = [("rank", c_int), ("size", c_int), ("allreduce", ALLREDUCE_FN),
+                ("user", c_void_p)]
+
+
 class LMInfo(Structure):  # clf_lm_info
     _fields_ = [
         ("arch", c_char * 64),
@@ -171,6 +179,7 @@ STRUCTS = {
     "clf_device_info": DeviceInfo,
     "clf_context_params": ContextParams,
     "clf_load_params": LoadParams,
+    "clf_shard": Shard,
     "clf_lm_info": LMInfo,
     "clf_lm_weight": LMWeight,
     "clf_sampling_params": SamplingParams,
@@ -225,6 +234,7 @@ _PROTOTYPES = {
     "clf_lm_load_with": (S, [P, c_char_p, POINTER(LoadParams), POINTER(P)]),
     "clf_lm_load_split": (S, [POINTER(P), c_int, POINTER(c_double), c_char_p, POINTER(LoadParams),
                               POINTER(P)]),
+    "clf_lm_load_shard": (S, [P, c_char_p, POINTER(LoadParams), POINTER(Shard), POINTER(P)]),
     "clf_lm_free": (None, [P]),
     "clf_lm_get_info": (S, [P, POINTER(LMInfo)]),
     "clf_lm_weights": (S, [P, POINTER(LMWeight), c_int64, I64P]),

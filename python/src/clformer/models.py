@@ -15,7 +15,7 @@ import numpy as np
 from . import _lib
 from ._core import Closeable, Context, DeviceSpec, resolve_context
 from ._lib import DTYPE_NAMES, check, cstr, dtype_code, lib
-from .errors import ClosedError, InvalidArgumentError, NotFoundError
+from .errors import ClosedError, Error, InvalidArgumentError, NotFoundError
 
 
 class _Model(Closeable):
@@ -332,6 +332,35 @@ class _StreamText:
         return out
 
 
+def _shard(shard: Optional[tuple[int, int]], allreduce: Optional[Callable[[np.ndarray], None]],
+           devices: object, split: object, failures: list[BaseException]) -> Optional[_lib.Shard]:
+    """The clf_shard of LM(shard=, allreduce=); the structure keeps its callback alive."""
+    if shard is None:
+        if allreduce is not None:
+            raise InvalidArgumentError(-1000, "allreduce is given without shard=(rank, size)")
+        return None
+    if devices is not None or split is not None:
+        raise InvalidArgumentError(-1000, "give shard or devices/split, not both")
+    try:
+        rank, size = (int(v) for v in shard)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(-1000, f"shard must be (rank, size), not {shard!r}") from None
+    if size > 1 and not callable(allreduce):
+        raise InvalidArgumentError(-1000, f"shard ({rank}, {size}) needs an allreduce callable")
+
+    def reduce(user: object, data: object, count: int) -> int:
+        try:
+            assert allreduce is not None
+            allreduce(np.ctypeslib.as_array(data, shape=(count,)))
+            return 0
+        except BaseException as e:  # cannot cross C: the step fails, raised after the call
+            failures.append(e)
+            return 1
+
+    fn = _lib.ALLREDUCE_FN(reduce) if size > 1 else _lib.ALLREDUCE_FN()
+    return _lib.Shard(rank, size, fn, None)
+
+
 class LM(_Model):
     """A causal language model: a Hugging Face folder (config.json, safetensors, tokenizer.json;
     GPT-2, Llama, Mistral, Qwen2) or a GGUF file (llama, qwen2, gpt2; its tokenizer inside).
@@ -343,6 +372,13 @@ class LM(_Model):
     device specs) splits the model by layers over one new context each, a pipeline whose stages
     pass the hidden state through the host; ``split`` gives their shares of the layers (default:
     each device's memory), as ``clf_lm_load_split``.
+
+    Tensor parallel (``clf_lm_load_shard``): ``shard=(rank, size)`` loads part ``rank`` of
+    ``size`` of every layer (its query and K/V heads, its FFN columns, its rows of the head), and
+    ``allreduce(a)`` must replace the float32 array ``a`` in place by its sum over the group's
+    shards (with mpi4py: ``lambda a: comm.Allreduce(MPI.IN_PLACE, a)``). Every shard then
+    generates on the same prompts with the same parameters, and all of them get the same ids. An
+    exception raised by ``allreduce`` stops the call and is raised from it.
     """
 
     _free = staticmethod(lib.clf_lm_free)
@@ -353,11 +389,18 @@ class LM(_Model):
                  context: Optional[Context] = None,
                  tokenizer: Optional[Union[str, os.PathLike]] = None,
                  devices: Optional[Sequence[DeviceSpec]] = None,
-                 split: Optional[Sequence[float]] = None):
+                 split: Optional[Sequence[float]] = None,
+                 shard: Optional[tuple[int, int]] = None,
+                 allreduce: Optional[Callable[[np.ndarray], None]] = None):
         self._tok: Optional[_Tokenizer] = None
+        self._failures: list[BaseException] = []  # raised by allreduce, inside a C call
+        self._shard = _shard(shard, allreduce, devices, split, self._failures)
         self._attach(context, device, devices)
         params = _load_params(weights, kv_cache)
-        if devices is None and split is None:
+        if self._shard is not None:
+            self._load(lib.clf_lm_load_shard, cstr(path), ctypes.byref(params),
+                       ctypes.byref(self._shard))
+        elif devices is None and split is None:
             self._load(lib.clf_lm_load_with, cstr(path), ctypes.byref(params))
         else:
             self._load_split(lib.clf_lm_load_split, split, cstr(path), ctypes.byref(params))
@@ -465,8 +508,14 @@ class LM(_Model):
         callback = _lib.TOKEN_FN(cb)
         params.on_token = callback
         with self.context._lock:
-            self.context._check(lib.clf_lm_generate(self._h(), ptrs, lens, n,
-                                                    ctypes.byref(params), tokens, counts))
+            self._failures.clear()
+            try:
+                self.context._check(lib.clf_lm_generate(self._h(), ptrs, lens, n,
+                                                        ctypes.byref(params), tokens, counts))
+            except Error as err:
+                if self._failures:  # the shard's allreduce raised: that is the error
+                    raise self._failures[0] from err
+                raise
         if failures:
             raise failures[0]
         return [list(tokens[i * m:i * m + counts[i]]) for i in range(n)]
