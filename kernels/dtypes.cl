@@ -226,15 +226,31 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
 /* ---------------------------------------------------------------- panels
  * The CPU packed style (linear.cl's linear_packed) takes block types as panels: the blocks of PW
  * consecutive rows (one output column each) transposed, so that byte p of block j of column c
- * lies at panel + (j DT_BYTES + p) PW + c, and every byte of a block type's layout is read for VW
- * columns with one vector load (the same bytes as the rows, in another order). Each block type
- * defines, for VW columns c0 .. c0 + VW - 1 of block pb:
+ * lies at panel + j DT_BYTES PW + DT_PANEL_AT(p, c, PW): by default p PW + c, and every byte of a
+ * block type's layout is read for VW columns with one vector load (the same bytes as the rows, in
+ * another order). Q4_0 keeps its quants as 4-byte words instead: bytes 2 + 4 t .. 2 + 4 t + 3 of
+ * column c at (2 + 4 t) PW + 4 c, so that one vector load of words gives 8 weights of VW columns,
+ * and a word's nibbles pair up as 16-bit halves for integer multiply-adds (few rows, below).
+ * Each block type defines, for VW columns c0 .. c0 + VW - 1 of block pb:
  *   DT_SUB                    elements sharing a scale (32; Q6_K 16)
  *   dt_panel_sm(pb, pw, g, c0, &m)  the scale s of scale group g and the min term m, so that
  *                             weight e = s q_e - m (exactly: s q_e - m fits a float)
  *   dt_panel_q(pb, pw, e, c0)  the integers q_e of element e.
  * At VW 8 and 16 only (the CPUs' widths: AVX2, AVX-512); the host packs block types at no other
  * width. */
+/* Q4_0 and Q4_K keep their quants (from byte DT_WORDS_AT) as 4-byte words per column. */
+#if DT == CLF_DT_Q4_0
+#define DT_WORDS_AT 2
+#elif DT == CLF_DT_Q4_K
+#define DT_WORDS_AT 16
+#endif
+#ifdef DT_WORDS_AT
+#define DT_PANEL_AT(p, c, pw)                                                                      \
+    ((p) < DT_WORDS_AT ? (p) * (pw) + (c)                                                          \
+                       : ((p) - ((p)-DT_WORDS_AT) % 4) * (pw) + 4 * (c) + ((p)-DT_WORDS_AT) % 4)
+#else
+#define DT_PANEL_AT(p, c, pw) ((p) * (pw) + (c))
+#endif
 #if defined(VW) && (VW == 8 || VW == 16)
 #define uintV CLF_CAT(uint, VW)
 /* Byte p of VW columns as unsigned or signed integers, and the fp16 in bytes p, p + 1
@@ -256,6 +272,37 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
     }
 #define CLF_PANEL_HELPERS_(N) CLF_PANEL_HELPERS(N) /* VW expanded first */
 CLF_PANEL_HELPERS_(VW)
+#ifdef DT_WORDS_AT
+/* Word t of the quants (bytes DT_WORDS_AT + 4 t .. + 3) of VW columns. */
+static inline uintV clf_panel_words(const __global uchar *pb, int pw, int t, int c0) {
+    return CLF_CAT(vload, VW)(0, (const __global uint *)(pb + (DT_WORDS_AT + 4 * t) * pw) + c0);
+}
+/* Few rows of the word types (linear.cl, pairs_group): x quantized per 32 to int16 xi, and a
+ * column's word w (bytes u = 0..3) gives pairs of nibbles as the two 16-bit halves of each lane:
+ * (w >> s) & 0x000F000F holds the nibbles of bytes 0 and 2 (s = 0, 4) or 1 and 3 (s = 8, 12);
+ * each multiplied by the matching pair of xi and summed into the lane (x86's pmaddwd where the
+ * kernel compiler offers it: AVX-512BW at VW 16, AVX2 at VW 8; the same integers otherwise). */
+#define DT_PAIRS16 1
+#if VW == 16 && defined(__clang__) && defined(__AVX512BW__)
+typedef short clf_short32 __attribute__((ext_vector_type(32)));
+static inline intV clf_madd_pairs(uintV w, int x) {
+    return __builtin_astype(__builtin_ia32_pmaddwd512(__builtin_astype(w, clf_short32),
+                                                      __builtin_astype((int16)(x), clf_short32)),
+                            int16);
+}
+#elif VW == 8 && defined(__clang__) && defined(__AVX2__)
+static inline intV clf_madd_pairs(uintV w, int x) {
+    return __builtin_astype(__builtin_ia32_pmaddwd256(__builtin_astype(w, short16),
+                                                      __builtin_astype((int8)(x), short16)),
+                            int8);
+}
+#else
+static inline intV clf_madd_pairs(uintV w, int x) {
+    return CLF_CAT(as_int, VW)(w & 0xffffu) * ((x << 16) >> 16) +
+           CLF_CAT(as_int, VW)(w >> 16) * (x >> 16);
+}
+#endif
+#endif
 #if DT == CLF_DT_Q8_0
 #define DT_SUB 32
 static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0, floatV *m) {
@@ -273,7 +320,9 @@ static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0
     return d;
 }
 static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    return convert_floatV((clf_panel_u8(pb, pw, 2 + (e & 15), c0) >> ((e >> 4) * 4)) & 15u);
+    const int i = e & 15; /* byte 2 + i: word i / 4, its byte i % 4, nibble e / 16 */
+    return convert_floatV((clf_panel_words(pb, pw, i >> 2, c0) >> (8 * (i & 3) + 4 * (e >> 4))) &
+                          15u);
 }
 #elif DT == CLF_DT_Q4_K
 #define DT_SUB 32
@@ -291,9 +340,10 @@ static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0
     return clf_panel_half(pb, pw, 0, c0) * convert_floatV(sc);
 }
 static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    const int g = e >> 5;
+    const int g = e >> 5, l = e & 31; /* byte 16 + 32 (g / 2) + l: its word, byte, nibble */
     return convert_floatV(
-        (clf_panel_u8(pb, pw, 16 + 32 * (g >> 1) + (e & 31), c0) >> ((g & 1) * 4)) & 15u);
+        (clf_panel_words(pb, pw, 8 * (g >> 1) + (l >> 2), c0) >> (8 * (l & 3) + 4 * (g & 1))) &
+        15u);
 }
 #elif DT == CLF_DT_Q6_K
 #define DT_SUB 16

@@ -16,7 +16,10 @@
  * hold plain types as values (pack_panels) and, at VW 8 and 16 (CPUs), block types as their
  * blocks transposed (pack_blocks: byte p of the blocks of the panel's VW PK_NV rows side by side,
  * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
- * vectors of weights once for its PK_R rows; dtypes.cl, "panels").
+ * vectors of weights once for its PK_R rows; dtypes.cl, "panels"). At one or two rows (decoding)
+ * Q4_0 and Q4_K run in integers instead (pairs_group: x quantized to int16 per 32, pairs of
+ * nibbles multiplied and added in 32-bit lanes), Q8_0 and Q6_K on the weights' integers as floats
+ * (their scale once per group).
  *
  * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
  */
@@ -188,23 +191,18 @@ __kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
 }
 
 #else
-/* Block types: the blocks of each panel's PW rows transposed (dtypes.cl, "panels"): wp[b][j][p][c]
- * = byte p of block j of row b PW + c (0 past the last row: a zero scale). One item per block of
- * a row. */
+/* Block types: the blocks of each panel's PW rows transposed (dtypes.cl, "panels"): byte p of
+ * block j of row b PW + c at wp[b][j] + DT_PANEL_AT(p, c, PW) (0 past the last row: a zero
+ * scale). One item per block of a row. */
 __kernel void pack_blocks(const __global uchar *w, const long w_rs, /* (out, in) rows of DT */
                           __global uchar *wp, const int in, const int out) {
     const int pw = PK_NV * VW, nblk = in / DT_BLOCK;
     const int c = (int)get_global_id(0), j = (int)get_global_id(1), b = (int)get_global_id(2);
     const int o = b * pw + c;
-    __global uchar *dst = wp + ((long)b * nblk + j) * DT_BYTES * pw + c;
-    if (o >= out) {
-        for (int p = 0; p < DT_BYTES; p++)
-            dst[p * pw] = 0;
-        return;
-    }
+    __global uchar *dst = wp + ((long)b * nblk + j) * DT_BYTES * pw;
     const __global uchar *src = w + o * w_rs + (long)j * DT_BYTES;
     for (int p = 0; p < DT_BYTES; p++)
-        dst[p * pw] = src[p];
+        dst[DT_PANEL_AT(p, c, pw)] = o < out ? src[p] : 0;
 }
 #endif /* DT_BLOCK == 1 */
 
@@ -239,6 +237,94 @@ typedef struct packed_args {
  * R x PK_NV accumulators in a stack array, each FMA a load and a store (perf annotate on Zen 4),
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
+#if defined(DT_PAIRS16)
+/* Few rows (decoding) of Q4_0 and Q4_K, one group of 32 weights sharing a scale (Q4_0: a block;
+ * Q4_K: sub-block g) of PK_NV vectors of columns, in integers (dtypes.cl, DT_PAIRS16): each row's
+ * 32 x of the group quantized to int16 xi (dx = max |x| / 32767, xi = x / dx rounded to nearest
+ * even), paired as PA[t] = (xi[4t], xi[4t + 2]) and PB[t] = (xi[4t + 1], xi[4t + 3]), t < 8,
+ * against the pairs of nibbles of the group's words. With w = s q - m (Q4_0: s = d, m = 8 d):
+ * sum w x = s dx sum q xi - m dx sum xi, in exact integers but for the final scaling; x is
+ * contiguous (block types come from linear only; the host checks). */
+static inline void pairs_group(const __global uchar *pb, const int pw,
+                               const __global float *const *xr, const int k0, const int g,
+                               const int R, const floatV *s, const floatV *m,
+                               floatV (*acc)[PK_NV]) {
+    int pa[2][8], pbb[2][8], sxi[2];
+    float dx[2];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float16 x0 = vload16(0, xr[r] + k0), x1 = vload16(1, xr[r] + k0);
+        /* max |x| as integers (the order of non-negative floats); xi rounded to nearest even
+         * by adding 1.5 2^23 in the FMA (|x / dx| <= 32767: the sum's low mantissa bits are
+         * xi): a few instructions, where fmax, rint and convert_int_rte compile to NaN and
+         * rounding fix-ups in PoCL */
+        const int16 a = max(as_int16(fabs(x0)), as_int16(fabs(x1)));
+        const int8 a8 = max(a.lo, a.hi);
+        const int4 a4 = max(a8.lo, a8.hi);
+        const int2 a2 = max(a4.lo, a4.hi);
+        const float amax = as_float(max(a2.x, a2.y));
+        dx[r] = amax * (1.0f / 32767.0f);
+        /* a group below 2^-100 counts as zero: 32767 / amax must not overflow */
+        const float id = amax > 0x1p-100f ? 32767.0f / amax : 0.0f;
+        const int16 i0 = as_int16(fma(x0, (float16)(id), 12582912.0f)) - 0x4b400000,
+                    i1 = as_int16(fma(x1, (float16)(id), 12582912.0f)) - 0x4b400000;
+        const int16 si = i0 + i1;
+        const int8 s8 = si.lo + si.hi;
+        const int4 s4 = s8.lo + s8.hi;
+        sxi[r] = s4.x + s4.y + s4.z + s4.w;
+        const int4 lo0 = (i0.s048c & 0xffff) | (i0.s26ae << 16),
+                   lo1 = (i0.s159d & 0xffff) | (i0.s37bf << 16),
+                   hi0 = (i1.s048c & 0xffff) | (i1.s26ae << 16),
+                   hi1 = (i1.s159d & 0xffff) | (i1.s37bf << 16);
+        vstore4(lo0, 0, pa[r]);
+        vstore4(hi0, 1, pa[r]);
+        vstore4(lo1, 0, pbb[r]);
+        vstore4(hi1, 1, pbb[r]);
+    }
+    intV ai[2][PK_NV];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++)
+            ai[r][j] = (intV)(0);
+#if DT == CLF_DT_Q4_0
+            /* word t < 4: low nibbles elements 4t + u, high nibbles 16 + 4t + u */
+#pragma unroll
+    for (int t = 0; t < 4; t++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++) {
+            const uintV w = clf_panel_words(pb, pw, t, j * VW);
+            const uintV m0 = w & 0x000f000fu, m1 = (w >> 8) & 0x000f000fu,
+                        m2 = (w >> 4) & 0x000f000fu, m3 = (w >> 12) & 0x000f000fu;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                ai[r][j] += (clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t])) +
+                            (clf_madd_pairs(m2, pa[r][4 + t]) + clf_madd_pairs(m3, pbb[r][4 + t]));
+        }
+#else
+    /* Q4_K: sub-block g's 32 nibbles, (g % 2) 4 bits up in words 8 (g / 2) .. + 7: word t holds
+     * elements 4t + u */
+    const int sh = (g & 1) * 4;
+#pragma unroll
+    for (int t = 0; t < 8; t++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++) {
+            const uintV w = clf_panel_words(pb, pw, 8 * (g >> 1) + t, j * VW) >> (uint)sh;
+            const uintV m0 = w & 0x000f000fu, m1 = (w >> 8) & 0x000f000fu;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                ai[r][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
+        }
+#endif
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++)
+            acc[r][j] = fma(s[j] * dx[r], convert_floatV(ai[r][j]),
+                            fma(-m[j], (floatV)(dx[r] * (float)sxi[r]), acc[r][j]));
+}
+#endif
+
 static inline void packed_rows(const packed_args a, const int R) {
     const int pw = PK_NV * VW;
     const int rows = a.rows, in = a.in, out = a.out;
@@ -284,6 +370,12 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
+#if defined(DT_PAIRS16)
+            if (R <= 2) {
+                pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
+                continue;
+            }
+#endif
             if (R <= 2) {
                 /* Few rows (decoding): the integers against x, the scale and min term once per
                  * group (sum x (s q - m) = s sum x q - m sum x): per element PK_NV FMAs and R

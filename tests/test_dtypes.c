@@ -311,6 +311,20 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
     double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
            *mag = malloc(sizeof(double) * (size_t)(rows * out));
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
+    /* Q4_0 and Q4_K at few rows on CPUs (linear.cl, pairs_group) take x quantized per 32 to
+     * int16, each element within half a step dx / 2 = max|x_32| / 65534 of x: the bound adds
+     * sum_k |w[j, k]| max|x_32(k)| / 65534 (every path of these types is held to it). */
+    double *xq = calloc((size_t)(rows * out), sizeof(double));
+    if (g_type == CLF_Q4_0 || g_type == CLF_Q4_K)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k0 = 0; k0 < in; k0 += 32) {
+                double amax = 0.0;
+                for (int64_t k = k0; k < k0 + 32; k++)
+                    amax = fmax(amax, fabs((double)x[r * in + k]));
+                for (int64_t j = 0; j < out; j++)
+                    for (int64_t k = k0; k < k0 + 32; k++)
+                        xq[r * out + j] += fabs((double)w[j * in + k]) * amax / 65534.0;
+            }
     clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *tb = tensor_from(CLF_F32, 1, &out, b);
     clf_tensor *tw = NULL;
     CLF_OK(clf_tensor_create(g_ctx, g_type, 2, ws, &tw));
@@ -336,9 +350,9 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
                     const double v = lin[r * out + j] + (with_bias ? b[j] : 0.0);
                     const double want = ref_act(v, acts[a]);
                     const double m = mag[r * out + j];
-                    const double tol =
-                        1.13 * ((double)(in + 4 + 3) * 0x1p-24 * (m + fabs(b[j])) + 1e-30) + 1e-7 +
-                        4.76837158203125e-7 * (fabs(want) + fabs(v));
+                    const double tol = 1.13 * ((double)(in + 4 + 3) * 0x1p-24 * (m + fabs(b[j])) +
+                                               1e-30 + xq[r * out + j]) +
+                                       1e-7 + 4.76837158203125e-7 * (fabs(want) + fabs(v));
                     const double g = (double)got[r * out + j];
                     if (!(fabs(g - want) <= tol))
                         fail_msg("linear %s (%lld x %lld -> %lld) act %d bias %d [%lld, %lld]: got "
@@ -356,6 +370,7 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
     free(w);
     free(lin);
     free(mag);
+    free(xq);
     clf_tensor_free(tx);
     clf_tensor_free(tb);
     clf_tensor_free(tw);
@@ -422,7 +437,9 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         g_prepared = 1;
         /* Block types' panels on every device (a GPU's defaults do not pack): the CPU width the
          * defaults do not take (8 columns a vector where they take 16, else 16: both on CPUs),
-         * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2). */
+         * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2).
+         * Q4_0's and Q4_K's few rows (pairs_group) so take x86's pmaddwd at both widths on PoCL
+         * and the portable integers on rusticl and Oclgrind (SPIR targets). */
         static const char *pk_names[] = {"linear.PACK", "linear.VW", "linear.PK_NV", "linear.PK_R",
                                          "linear.PK_GM"};
         int64_t pk_style[] = {1, 16, 1, 3, 2};
