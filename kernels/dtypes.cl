@@ -238,16 +238,23 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
  *   dt_panel_q(pb, pw, e, c0)  the integers q_e of element e.
  * At VW 8 and 16 only (the CPUs' widths: AVX2, AVX-512); the host packs block types at no other
  * width. */
-/* Q4_0 and Q4_K keep their quants (from byte DT_WORDS_AT) as 4-byte words per column. */
+/* Q4_0, Q4_K and Q6_K keep their quants (bytes DT_WORDS_AT .. DT_WORDS_END - 1: Q6_K's low
+ * nibbles and high bits) as 4-byte words per column. */
 #if DT == CLF_DT_Q4_0
-#define DT_WORDS_AT 2
+#define DT_WORDS_AT  2
+#define DT_WORDS_END 18
 #elif DT == CLF_DT_Q4_K
-#define DT_WORDS_AT 16
+#define DT_WORDS_AT  16
+#define DT_WORDS_END 144
+#elif DT == CLF_DT_Q6_K
+#define DT_WORDS_AT  0
+#define DT_WORDS_END 192
 #endif
 #ifdef DT_WORDS_AT
 #define DT_PANEL_AT(p, c, pw)                                                                      \
-    ((p) < DT_WORDS_AT ? (p) * (pw) + (c)                                                          \
-                       : ((p) - ((p)-DT_WORDS_AT) % 4) * (pw) + 4 * (c) + ((p)-DT_WORDS_AT) % 4)
+    ((p) < DT_WORDS_AT || (p) >= DT_WORDS_END                                                      \
+         ? (p) * (pw) + (c)                                                                        \
+         : ((p) - ((p)-DT_WORDS_AT) % 4) * (pw) + 4 * (c) + ((p)-DT_WORDS_AT) % 4)
 #else
 #define DT_PANEL_AT(p, c, pw) ((p) * (pw) + (c))
 #endif
@@ -353,9 +360,10 @@ static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0
     return s;
 }
 static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    const int h = e >> 7, q = (e >> 5) & 3, l = e & 31;
-    const uintV lo = clf_panel_u8(pb, pw, 64 * h + 32 * (q & 1) + l, c0) >> ((q >> 1) * 4);
-    const uintV hi = clf_panel_u8(pb, pw, 128 + 32 * h + l, c0) >> (2 * q);
+    const int h = e >> 7, q = (e >> 5) & 3, l = e & 31; /* bytes of ql and qh, as words */
+    const uintV lo = clf_panel_words(pb, pw, 16 * h + 8 * (q & 1) + (l >> 2), c0) >>
+                     (8 * (l & 3) + (q >> 1) * 4);
+    const uintV hi = clf_panel_words(pb, pw, 32 + 8 * h + (l >> 2), c0) >> (8 * (l & 3) + 2 * q);
     return convert_floatV((lo & 15u) | ((hi & 3u) << 4));
 }
 #endif

@@ -17,9 +17,9 @@
  * blocks transposed (pack_blocks: byte p of the blocks of the panel's VW PK_NV rows side by side,
  * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
  * vectors of weights once for its PK_R rows; dtypes.cl, "panels"). At one or two rows (decoding)
- * Q4_0 and Q4_K run in integers instead (pairs_group: x quantized to int16 per 32, pairs of
- * nibbles multiplied and added in 32-bit lanes), Q8_0 and Q6_K on the weights' integers as floats
- * (their scale once per group).
+ * Q4_0, Q4_K and Q6_K run in integers instead (pairs_group: x quantized to int16 per 32, pairs
+ * of quants multiplied and added in 32-bit lanes), Q8_0 on its integers as floats (the scale
+ * once per block).
  *
  * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
  */
@@ -238,18 +238,24 @@ typedef struct packed_args {
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
 #if defined(DT_PAIRS16)
-/* Few rows (decoding) of Q4_0 and Q4_K, one group of 32 weights sharing a scale (Q4_0: a block;
- * Q4_K: sub-block g) of PK_NV vectors of columns, in integers (dtypes.cl, DT_PAIRS16): each row's
- * 32 x of the group quantized to int16 xi (dx = max |x| / 32767, xi = x / dx rounded to nearest
- * even), paired as PA[t] = (xi[4t], xi[4t + 2]) and PB[t] = (xi[4t + 1], xi[4t + 3]), t < 8,
- * against the pairs of nibbles of the group's words. With w = s q - m (Q4_0: s = d, m = 8 d):
- * sum w x = s dx sum q xi - m dx sum xi, in exact integers but for the final scaling; x is
- * contiguous (block types come from linear only; the host checks). */
+/* Few rows (decoding) of Q4_0, Q4_K and Q6_K, 32 weights of PK_NV vectors of columns from
+ * element k0 (Q4_0: a block; Q4_K: sub-block g; Q6_K: groups g and g + 1 of 16), in integers
+ * (dtypes.cl, DT_PAIRS16): each row's 32 x quantized to int16 xi (dx = max |x| / 32767, xi =
+ * x / dx rounded to nearest even), paired as PA[t] = (xi[4t], xi[4t + 2]) and PB[t] = (xi[4t + 1],
+ * xi[4t + 3]), t < 8, against the matching pairs of quants from the words (16-bit halves of a
+ * lane). With w = s q - m per scale group (s, m: dt_panel_sm): sum w x = s dx sum q xi -
+ * m dx sum xi, exact integers but for the final scaling. x is contiguous (block types come from
+ * linear only; the host checks). */
+#if DT == CLF_DT_Q6_K
+#define NH 2 /* scale groups in the 32 */
+#else
+#define NH 1
+#endif
 static inline void pairs_group(const __global uchar *pb, const int pw,
                                const __global float *const *xr, const int k0, const int g,
                                const int R, const floatV *s, const floatV *m,
                                floatV (*acc)[PK_NV]) {
-    int pa[2][8], pbb[2][8], sxi[2];
+    int pa[2][8], pbb[2][8], sxi[2][2];
     float dx[2];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -268,27 +274,26 @@ static inline void pairs_group(const __global uchar *pb, const int pw,
         const float id = amax > 0x1p-100f ? 32767.0f / amax : 0.0f;
         const int16 i0 = as_int16(fma(x0, (float16)(id), 12582912.0f)) - 0x4b400000,
                     i1 = as_int16(fma(x1, (float16)(id), 12582912.0f)) - 0x4b400000;
-        const int16 si = i0 + i1;
-        const int8 s8 = si.lo + si.hi;
-        const int4 s4 = s8.lo + s8.hi;
-        sxi[r] = s4.x + s4.y + s4.z + s4.w;
-        const int4 lo0 = (i0.s048c & 0xffff) | (i0.s26ae << 16),
-                   lo1 = (i0.s159d & 0xffff) | (i0.s37bf << 16),
-                   hi0 = (i1.s048c & 0xffff) | (i1.s26ae << 16),
-                   hi1 = (i1.s159d & 0xffff) | (i1.s37bf << 16);
-        vstore4(lo0, 0, pa[r]);
-        vstore4(hi0, 1, pa[r]);
-        vstore4(lo1, 0, pbb[r]);
-        vstore4(hi1, 1, pbb[r]);
+        const int8 s0 = i0.lo + i0.hi, s1 = i1.lo + i1.hi;
+        const int4 s04 = s0.lo + s0.hi, s14 = s1.lo + s1.hi;
+        sxi[r][0] = s04.x + s04.y + s04.z + s04.w; /* elements 0 .. 15 */
+        sxi[r][1] = s14.x + s14.y + s14.z + s14.w; /* 16 .. 31 */
+        if (NH == 1) sxi[r][0] += sxi[r][1];
+        vstore4((i0.s048c & 0xffff) | (i0.s26ae << 16), 0, pa[r]);
+        vstore4((i1.s048c & 0xffff) | (i1.s26ae << 16), 1, pa[r]);
+        vstore4((i0.s159d & 0xffff) | (i0.s37bf << 16), 0, pbb[r]);
+        vstore4((i1.s159d & 0xffff) | (i1.s37bf << 16), 1, pbb[r]);
     }
-    intV ai[2][PK_NV];
+    intV ai[2][NH][PK_NV];
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int j = 0; j < PK_NV; j++)
-            ai[r][j] = (intV)(0);
+        for (int n = 0; n < NH; n++)
+#pragma unroll
+            for (int j = 0; j < PK_NV; j++)
+                ai[r][n][j] = (intV)(0);
 #if DT == CLF_DT_Q4_0
-            /* word t < 4: low nibbles elements 4t + u, high nibbles 16 + 4t + u */
+                /* word t < 4: low nibbles elements 4t + u, high nibbles 16 + 4t + u */
 #pragma unroll
     for (int t = 0; t < 4; t++)
 #pragma unroll
@@ -298,11 +303,12 @@ static inline void pairs_group(const __global uchar *pb, const int pw,
                         m2 = (w >> 4) & 0x000f000fu, m3 = (w >> 12) & 0x000f000fu;
 #pragma unroll
             for (int r = 0; r < R; r++)
-                ai[r][j] += (clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t])) +
-                            (clf_madd_pairs(m2, pa[r][4 + t]) + clf_madd_pairs(m3, pbb[r][4 + t]));
+                ai[r][0][j] +=
+                    (clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t])) +
+                    (clf_madd_pairs(m2, pa[r][4 + t]) + clf_madd_pairs(m3, pbb[r][4 + t]));
         }
-#else
-    /* Q4_K: sub-block g's 32 nibbles, (g % 2) 4 bits up in words 8 (g / 2) .. + 7: word t holds
+#elif DT == CLF_DT_Q4_K
+    /* sub-block g's 32 nibbles, (g % 2) 4 bits up in words 8 (g / 2) .. + 7: word t holds
      * elements 4t + u */
     const int sh = (g & 1) * 4;
 #pragma unroll
@@ -313,16 +319,46 @@ static inline void pairs_group(const __global uchar *pb, const int pw,
             const uintV m0 = w & 0x000f000fu, m1 = (w >> 8) & 0x000f000fu;
 #pragma unroll
             for (int r = 0; r < R; r++)
-                ai[r][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
+                ai[r][0][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
+        }
+#else
+    /* Q6_K, elements 128 h + 32 q + l (c = g / 2 = 4 h + q): the low nibble (q >= 2: high) of
+     * ql word 16 h + 8 (q % 2) + l / 4 and bits 2q, 2q + 1 of qh word 32 + 8 h + l / 4, byte
+     * l % 4; l < 16 in group g, l >= 16 in g + 1 */
+    const int h = g >> 3, q = (g >> 1) & 3;
+    const uint shl = (uint)((q >> 1) * 4), shh = (uint)(2 * q);
+#pragma unroll
+    for (int t = 0; t < 8; t++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++) {
+            const uintV wl = clf_panel_words(pb, pw, 16 * h + 8 * (q & 1) + t, j * VW) >> shl;
+            const uintV wh = clf_panel_words(pb, pw, 32 + 8 * h + t, j * VW) >> shh;
+            const uintV m0 = (wl & 0x000f000fu) | ((wh & 0x00030003u) << 4),
+                        m1 = ((wl >> 8) & 0x000f000fu) | (((wh >> 8) & 0x00030003u) << 4);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                ai[r][t >> 2][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
         }
 #endif
+    floatV s1[PK_NV], m1v[PK_NV]; /* Q6_K: group g + 1's scale and min term */
+#pragma unroll
+    for (int j = 0; j < PK_NV; j++) {
+        s1[j] = s[j];
+        m1v[j] = m[j];
+        if (NH == 2) s1[j] = dt_panel_sm(pb, pw, g + 1, j * VW, &m1v[j]);
+    }
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int j = 0; j < PK_NV; j++)
-            acc[r][j] = fma(s[j] * dx[r], convert_floatV(ai[r][j]),
-                            fma(-m[j], (floatV)(dx[r] * (float)sxi[r]), acc[r][j]));
+        for (int n = 0; n < NH; n++)
+#pragma unroll
+            for (int j = 0; j < PK_NV; j++) {
+                const floatV sn = n ? s1[j] : s[j], mn = n ? m1v[j] : m[j];
+                acc[r][j] = fma(sn * dx[r], convert_floatV(ai[r][n][j]),
+                                fma(-mn, (floatV)(dx[r] * (float)sxi[r][n]), acc[r][j]));
+            }
 }
+#undef NH
 #endif
 
 static inline void packed_rows(const packed_args a, const int R) {
@@ -372,7 +408,9 @@ static inline void packed_rows(const packed_args a, const int R) {
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
 #if defined(DT_PAIRS16)
             if (R <= 2) {
-                pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
+                /* Q6_K: groups g and g + 1 at even g (32 elements) */
+                if (DT_SUB == 32 || !(g & 1))
+                    pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
                 continue;
             }
 #endif

@@ -64,7 +64,7 @@ for t in ${types//,/ }; do
 done
 
 lscpu | sed -n 's/^Model name: *//p'
-echo "ISA: $(grep -o -w -E 'avx512f|avx512_bf16|avx512vnni|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+echo "ISA: $(grep -o -w -E 'avx512f|avx512bw|avx512_bf16|avx512_vnni|avx512vnni|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 threads=$(nproc)
 ids=$(seq 300 427 | tr '\n' ' ')
 med() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }

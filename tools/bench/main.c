@@ -30,6 +30,7 @@ static void usage(FILE *f) {
                "  --ops LIST      comma-separated ops: softmax,layernorm,add_layernorm,\n"
                "                  add_rmsnorm,rope,posenc,embedding_posenc,bias_gelu,swiglu,add,\n"
                "                  gemm, linear, gemv, gemv_f16, gemv_q8_0, gemv_q4_0, gemv_q4_k,\n"
+               "                  gemv_q6_k,\n"
                "                  attention_tiled,\n"
                "                  attention_naive, attention_decode, attention_decode_f16,\n"
                "                  attention_gqa, attention_local,\n"

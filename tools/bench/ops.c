@@ -383,8 +383,9 @@ int bench_gemm_run(clf_context *ctx, const bench_opts *o, int tuned, bench_resul
  *   gemv, gemv_f16: one row through an (11008, 4096) weight (a 7B Llama's FFN; F32 180 MB, over
  *           4x a 32 MiB last-level cache) and a (22016, 4096) F16 one of the same bytes: bytes
  *           read against the read roof.
- *   gemv_q8_0, gemv_q4_0, gemv_q4_k: the (11008, 4096) weight in ggml's blocks (48, 25 and 25 MB
- *           as stored): the bytes of the blocks against the read roof. */
+ *   gemv_q8_0, gemv_q4_0, gemv_q4_k, gemv_q6_k: the (11008, 4096) weight in ggml's blocks (48,
+ *           25, 25 and 37 MB as stored; Q6_K: the head and half the down projections of a
+ *           Q4_K_M file): the bytes of the blocks against the read roof. */
 static const int64_t k_linear_shapes[][3] = {
     {4096, 1152, 384}, {4096, 1536, 384}, {4096, 384, 1536}, {512, 2048, 768}, {512, 768, 2048}};
 
@@ -460,7 +461,10 @@ int bench_linear_run(clf_context *ctx, const bench_opts *o, bench_results *r) {
     static const struct {
         const char *op;
         clf_dtype t;
-    } q[] = {{"gemv_q8_0", CLF_Q8_0}, {"gemv_q4_0", CLF_Q4_0}, {"gemv_q4_k", CLF_Q4_K}};
+    } q[] = {{"gemv_q8_0", CLF_Q8_0},
+             {"gemv_q4_0", CLF_Q4_0},
+             {"gemv_q4_k", CLF_Q4_K},
+             {"gemv_q6_k", CLF_Q6_K}};
     for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
         if (bench_op_selected(o, q[i].op) &&
             linear_record(ctx, o, q[i].op, q[i].t, 1, 11008, 4096, r))
