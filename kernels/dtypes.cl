@@ -238,9 +238,12 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
  *   dt_panel_q(pb, pw, e, c0)  the integers q_e of element e.
  * At VW 8 and 16 only (the CPUs' widths: AVX2, AVX-512); the host packs block types at no other
  * width. */
-/* Q4_0, Q4_K and Q6_K keep their quants (bytes DT_WORDS_AT .. DT_WORDS_END - 1: Q6_K's low
- * nibbles and high bits) as 4-byte words per column. */
-#if DT == CLF_DT_Q4_0
+/* Q8_0, Q4_0, Q4_K and Q6_K keep their quants (bytes DT_WORDS_AT .. DT_WORDS_END - 1: Q6_K's
+ * low nibbles and high bits) as 4-byte words per column. */
+#if DT == CLF_DT_Q8_0
+#define DT_WORDS_AT  2
+#define DT_WORDS_END 34
+#elif DT == CLF_DT_Q4_0
 #define DT_WORDS_AT  2
 #define DT_WORDS_END 18
 #elif DT == CLF_DT_Q4_K
@@ -249,6 +252,9 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
 #elif DT == CLF_DT_Q6_K
 #define DT_WORDS_AT  0
 #define DT_WORDS_END 192
+#endif
+#if DT_BLOCK > 1 && !defined(DT_WORDS_AT)
+#error "a block type's panels keep its quants as words (DT_WORDS_AT): linear.cl's pairs_group"
 #endif
 #ifdef DT_WORDS_AT
 #define DT_PANEL_AT(p, c, pw)                                                                      \
@@ -289,7 +295,6 @@ static inline uintV clf_panel_words(const __global uchar *pb, int pw, int t, int
  * (w >> s) & 0x000F000F holds the nibbles of bytes 0 and 2 (s = 0, 4) or 1 and 3 (s = 8, 12);
  * each multiplied by the matching pair of xi and summed into the lane (x86's pmaddwd where the
  * kernel compiler offers it: AVX-512BW at VW 16, AVX2 at VW 8; the same integers otherwise). */
-#define DT_PAIRS16 1
 #if VW == 16 && defined(__clang__) && defined(__AVX512BW__)
 typedef short clf_short32 __attribute__((ext_vector_type(32)));
 static inline intV clf_madd_pairs(uintV w, int x) {
@@ -305,8 +310,30 @@ static inline intV clf_madd_pairs(uintV w, int x) {
 }
 #else
 static inline intV clf_madd_pairs(uintV w, int x) {
-    return CLF_CAT(as_int, VW)(w & 0xffffu) * ((x << 16) >> 16) +
-           CLF_CAT(as_int, VW)(w >> 16) * (x >> 16);
+    return (CLF_CAT(as_int, VW)(w << 16) >> 16) * (as_int((uint)x << 16) >> 16) +
+           (CLF_CAT(as_int, VW)(w) >> 16) * (x >> 16);
+}
+#endif
+/* Q8_0: a word's signed bytes as pairs, (b0, b2) in *lo and (b1, b3) in *hi, each sign-extended
+ * into its 16-bit half (16-bit lane shifts where the x86 builtins are in use). */
+#if VW == 16 && defined(__clang__) && defined(__AVX512BW__)
+static inline void clf_i8_pairs(uintV w, uintV *lo, uintV *hi) {
+    const clf_short32 s = __builtin_astype(w, clf_short32);
+    *lo = __builtin_astype((clf_short32)((s << (short)8) >> (short)8), uint16);
+    *hi = __builtin_astype((clf_short32)(s >> (short)8), uint16);
+}
+#elif VW == 8 && defined(__clang__) && defined(__AVX2__)
+static inline void clf_i8_pairs(uintV w, uintV *lo, uintV *hi) {
+    const short16 s = as_short16(w);
+    *lo = as_uint8((s << (short)8) >> (short)8);
+    *hi = as_uint8(s >> (short)8);
+}
+#else
+static inline void clf_i8_pairs(uintV w, uintV *lo, uintV *hi) {
+    const intV i = CLF_CAT(as_int, VW)(w);
+    *lo = CLF_CAT(as_uint, VW)(((CLF_CAT(as_int, VW)(w << 24) >> 24) & 0xffff) |
+                               ((CLF_CAT(as_int, VW)(w << 8) >> 24) << 16));
+    *hi = CLF_CAT(as_uint, VW)(((CLF_CAT(as_int, VW)(w << 16) >> 24) & 0xffff) | ((i >> 24) << 16));
 }
 #endif
 #endif
@@ -317,7 +344,9 @@ static inline floatV dt_panel_sm(const __global uchar *pb, int pw, int g, int c0
     return clf_panel_half(pb, pw, 0, c0);
 }
 static inline floatV dt_panel_q(const __global uchar *pb, int pw, int e, int c0) {
-    return clf_panel_i8(pb, pw, 2 + e, c0);
+    /* byte e % 4 of word e / 4, sign-extended */
+    return convert_floatV(
+        CLF_CAT(as_int, VW)(clf_panel_words(pb, pw, e >> 2, c0) << (uint)(24 - 8 * (e & 3))) >> 24);
 }
 #elif DT == CLF_DT_Q4_0
 #define DT_SUB 32

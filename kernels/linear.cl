@@ -17,9 +17,8 @@
  * blocks transposed (pack_blocks: byte p of the blocks of the panel's VW PK_NV rows side by side,
  * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
  * vectors of weights once for its PK_R rows; dtypes.cl, "panels"). At one or two rows (decoding)
- * Q4_0, Q4_K and Q6_K run in integers instead (pairs_group: x quantized to int16 per 32, pairs
- * of quants multiplied and added in 32-bit lanes), Q8_0 on its integers as floats (the scale
- * once per block).
+ * they run in integers instead (pairs_group: x quantized to int16 per 32, pairs of quants
+ * multiplied and added in 32-bit lanes, the scales once per group).
  *
  * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
  */
@@ -237,10 +236,10 @@ typedef struct packed_args {
  * R x PK_NV accumulators in a stack array, each FMA a load and a store (perf annotate on Zen 4),
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
-#if defined(DT_PAIRS16)
-/* Few rows (decoding) of Q4_0, Q4_K and Q6_K, 32 weights of PK_NV vectors of columns from
- * element k0 (Q4_0: a block; Q4_K: sub-block g; Q6_K: groups g and g + 1 of 16), in integers
- * (dtypes.cl, DT_PAIRS16): each row's 32 x quantized to int16 xi (dx = max |x| / 32767, xi =
+#if DT_BLOCK > 1
+/* Few rows (decoding) of a block type, 32 weights of PK_NV vectors of columns from
+ * element k0 (Q8_0, Q4_0: a block; Q4_K: sub-block g; Q6_K: groups g and g + 1 of 16), in integers
+ * (dtypes.cl, clf_madd_pairs): each row's 32 x quantized to int16 xi (dx = max |x| / 32767, xi =
  * x / dx rounded to nearest even), paired as PA[t] = (xi[4t], xi[4t + 2]) and PB[t] = (xi[4t + 1],
  * xi[4t + 3]), t < 8, against the matching pairs of quants from the words (16-bit halves of a
  * lane). With w = s q - m per scale group (s, m: dt_panel_sm): sum w x = s dx sum q xi -
@@ -292,7 +291,19 @@ static inline void pairs_group(const __global uchar *pb, const int pw,
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 ai[r][n][j] = (intV)(0);
-#if DT == CLF_DT_Q4_0
+#if DT == CLF_DT_Q8_0
+                /* word t < 8: bytes elements 4t + u */
+#pragma unroll
+    for (int t = 0; t < 8; t++)
+#pragma unroll
+        for (int j = 0; j < PK_NV; j++) {
+            uintV m0, m1;
+            clf_i8_pairs(clf_panel_words(pb, pw, t, j * VW), &m0, &m1);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                ai[r][0][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
+        }
+#elif DT == CLF_DT_Q4_0
                 /* word t < 4: low nibbles elements 4t + u, high nibbles 16 + 4t + u */
 #pragma unroll
     for (int t = 0; t < 4; t++)
@@ -321,7 +332,7 @@ static inline void pairs_group(const __global uchar *pb, const int pw,
             for (int r = 0; r < R; r++)
                 ai[r][0][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
         }
-#else
+#elif DT == CLF_DT_Q6_K
     /* Q6_K, elements 128 h + 32 q + l (c = g / 2 = 4 h + q): the low nibble (q >= 2: high) of
      * ql word 16 h + 8 (q % 2) + l / 4 and bits 2q, 2q + 1 of qh word 32 + 8 h + l / 4, byte
      * l % 4; l < 16 in group g, l >= 16 in g + 1 */
@@ -406,46 +417,11 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
-#if defined(DT_PAIRS16)
             if (R <= 2) {
-                /* Q6_K: groups g and g + 1 at even g (32 elements) */
+                /* Few rows (decoding): in integers, 32 elements at a time (Q6_K: groups g and
+                 * g + 1 at even g) */
                 if (DT_SUB == 32 || !(g & 1))
                     pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
-                continue;
-            }
-#endif
-            if (R <= 2) {
-                /* Few rows (decoding): the integers against x, the scale and min term once per
-                 * group (sum x (s q - m) = s sum x q - m sum x): per element PK_NV FMAs and R
-                 * adds where the weights as floats took PK_NV (R + 1) FMAs. */
-                floatV t[2][PK_NV];
-                float xs[2] = {0.0f, 0.0f};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int j = 0; j < PK_NV; j++)
-                        t[r][j] = (floatV)(0.0f);
-#pragma unroll
-                for (int i = 0; i < DT_SUB; i++) {
-                    const int e = g * DT_SUB + i, k = j0 * DT_BLOCK + e;
-                    floatV q[PK_NV];
-#pragma unroll
-                    for (int j = 0; j < PK_NV; j++)
-                        q[j] = dt_panel_q(pb, pw, e, j * VW);
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        const float xv = xr[r][k * xk];
-                        xs[r] += xv;
-#pragma unroll
-                        for (int j = 0; j < PK_NV; j++)
-                            t[r][j] = fma((floatV)(xv), q[j], t[r][j]);
-                    }
-                }
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int j = 0; j < PK_NV; j++)
-                        acc[r][j] = fma(s[j], t[r][j], fma(-m[j], (floatV)(xs[r]), acc[r][j]));
                 continue;
             }
 #pragma unroll

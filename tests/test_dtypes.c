@@ -311,11 +311,11 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
     double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
            *mag = malloc(sizeof(double) * (size_t)(rows * out));
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
-    /* Q4_0, Q4_K and Q6_K at few rows on CPUs (linear.cl, pairs_group) take x quantized per
-     * 32 to int16, each element within half a step dx / 2 = max|x_32| / 65534 of x: the bound
-     * adds sum_k |w[j, k]| max|x_32(k)| / 65534 (every path of these types is held to it). */
+    /* Block types at few rows on CPUs (linear.cl, pairs_group) take x quantized per 32 to
+     * int16, each element within half a step dx / 2 = max|x_32| / 65534 of x: the bound adds
+     * sum_k |w[j, k]| max|x_32(k)| / 65534 (every path of these types is held to it). */
     double *xq = calloc((size_t)(rows * out), sizeof(double));
-    if (g_type == CLF_Q4_0 || g_type == CLF_Q4_K || g_type == CLF_Q6_K)
+    if (clf_dtype_block(g_type) > 1)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t k0 = 0; k0 < in; k0 += 32) {
                 double amax = 0.0;
@@ -438,8 +438,8 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         /* Block types' panels on every device (a GPU's defaults do not pack): the CPU width the
          * defaults do not take (8 columns a vector where they take 16, else 16: both on CPUs),
          * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2).
-         * Q4_0's, Q4_K's and Q6_K's few rows (pairs_group) so take x86's pmaddwd at both widths
-         * on PoCL and the portable integers on rusticl and Oclgrind (SPIR targets). */
+         * Block types' few rows (pairs_group) so take x86's pmaddwd at both widths on PoCL and
+         * the portable integers on rusticl and Oclgrind (SPIR targets). */
         static const char *pk_names[] = {"linear.PACK", "linear.VW", "linear.PK_NV", "linear.PK_R",
                                          "linear.PK_GM"};
         int64_t pk_style[] = {1, 16, 1, 3, 2};
