@@ -293,6 +293,11 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     clf_status st = check_sizes(ctx, call->rows, call->in, call->out);
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, call->batch, "batch");
     if (st != CLF_SUCCESS) return st;
+    /* A block type's few rows read x's rows as contiguous (linear.cl, pairs_group): block types
+     * come from clf_linear only, whose x is. */
+    if (clf_dtype_block(call->wtype) > 1 && call->x_ks != 1)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: %s panels with x's column stride %lld",
+                         clf_dtype_name(call->wtype), (long long)call->x_ks);
     clf_packed_call f;
     if ((st = unpacked(ctx, call, &f)) != CLF_SUCCESS) return st;
     const clf_packed_call *c = &f;
