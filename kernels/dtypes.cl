@@ -226,11 +226,12 @@ static inline float dt_chunk32(const __global uchar *row, int c, float16 *w0, fl
 /* ---------------------------------------------------------------- panels
  * The CPU packed style (linear.cl's linear_packed) takes block types as panels: the blocks of PW
  * consecutive rows (one output column each) transposed, so that byte p of block j of column c
- * lies at panel + j DT_BYTES PW + DT_PANEL_AT(p, c, PW): by default p PW + c, and every byte of a
- * block type's layout is read for VW columns with one vector load (the same bytes as the rows, in
- * another order). Q4_0 keeps its quants as 4-byte words instead: bytes 2 + 4 t .. 2 + 4 t + 3 of
- * column c at (2 + 4 t) PW + 4 c, so that one vector load of words gives 8 weights of VW columns,
- * and a word's nibbles pair up as 16-bit halves for integer multiply-adds (few rows, below).
+ * lies at panel + j DT_BYTES PW + DT_PANEL_AT(p, c, PW): p PW + c for the scales, so that a byte
+ * of VW columns is one vector load (the same bytes as the rows, in another order), and the quants
+ * (bytes W = DT_WORDS_AT .. DT_WORDS_END - 1) as 4-byte words: bytes W + 4 t .. W + 4 t + 3 of
+ * column c at (W + 4 t) PW + 4 c, so that one vector load of words gives 4 (Q8_0) or 8 (nibbles)
+ * quants of VW columns, and a word's quants pair up as 16-bit halves for integer multiply-adds
+ * (clf_madd_pairs below; linear.cl's pairs_group).
  * Each block type defines, for VW columns c0 .. c0 + VW - 1 of block pb:
  *   DT_SUB                    elements sharing a scale (32; Q6_K 16)
  *   dt_panel_sm(pb, pw, g, c0, &m)  the scale s of scale group g and the min term m, so that

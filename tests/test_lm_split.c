@@ -92,8 +92,27 @@ static void path_of(const char *name, char *out, size_t size) {
 
 /* (B, T, V) logits of ids (B, T) from an empty state, into a host array (free it); lg_ctx: the
  * context the logits tensor is made on. */
+/* 1 when a weight of m is of a block type. Decoding steps (one or two rows of x) multiply block
+ * types in integers with x quantized to int16 per 32 (linear.cl, pairs_group): each such product
+ * is within sum |w| max|x_32| / 65534 of the float one (test_dtypes), and an ulp's difference
+ * upstream (another path, another order of a sum) can move an element of x across a rounding
+ * step. Through a model's layers that comes to about 1e-4 of the largest logit (9e-5 seen
+ * between the incremental and the full forward, 4.5e-5 between shards and the whole model), so
+ * comparisons across paths on such models allow 3e-4 of the largest logit. */
+static int quantized(const clf_lm *m) {
+    clf_lm_weight w[256];
+    int64_t n = 0;
+    CLF_OK(clf_lm_weights(m, w, 256, &n));
+    assert_true(n <= 256);
+    for (int64_t i = 0; i < n; i++)
+        if (clf_dtype_block(w[i].dtype) > 1) return 1;
+    return 0;
+}
+#define QUANT_TOL 3e-4
+
 static float *forward(clf_lm *m, clf_context *lg_ctx, int64_t B, int64_t T, const int32_t *ids,
                       int64_t V) {
+    const int q = quantized(m);
     clf_lm_state *s = NULL;
     CLF_OK(clf_lm_state_create(m, B, 16, &s));
     clf_tensor *in = ids_tensor(B, T, ids), *lg = NULL;
@@ -122,13 +141,17 @@ static float *forward(clf_lm *m, clf_context *lg_ctx, int64_t B, int64_t T, cons
         CLF_OK(clf_lm_state_step(s, pi, NULL, lg1));
         CLF_OK(clf_tensor_read(lg1, row, clf_tensor_bytes(lg1)));
         t += step;
-        for (int64_t b = 0; b < B; b++)
+        for (int64_t b = 0; b < B; b++) {
+            float big = 0.0f; /* the row's largest logit, for a quantized model's allowance */
+            for (int64_t v = 0; v < V && q; v++)
+                big = fmaxf(big, fabsf(out[(b * T + t - 1) * V + v]));
             for (int64_t v = 0; v < V; v++) {
                 const float full = out[(b * T + t - 1) * V + v], inc = row[b * V + v];
-                if (!(fabsf(full - inc) <= 1e-4f * (1.0f + fabsf(full))))
+                if (!(fabsf(full - inc) <= 1e-4f * (1.0f + fabsf(full)) + (float)QUANT_TOL * big))
                     fail_msg("incremental step to %lld, sequence %lld, logit %lld: %g, full %g",
                              (long long)t, (long long)b, (long long)v, inc, full);
             }
+        }
         clf_tensor_free(pi);
     }
     free(row);
@@ -336,8 +359,9 @@ static void test_second_stage_fails(void **state) {
 }
 
 /* Stage models (clf_lm_load_stage) chained by hand through host buffers, as a driver over MPI
- * chains them: layers 0-1 (embedding), 2-3, 4 (head) of the five-layer file on alternating
- * contexts give the whole model's logits for a prefill and 4 decode steps of two sequences. */
+ * chains them: layers 0-1 (embedding), 2-3, 4 (head) of the five-layer (Q4_0) file on
+ * alternating contexts give the whole model's logits for a prefill and 4 decode steps of two
+ * sequences (within QUANT_TOL: the two devices may take different paths). */
 static void test_stage_models(void **state) {
     (void)state;
     char path[640];
@@ -386,8 +410,11 @@ static void test_stage_models(void **state) {
         CLF_OK(clf_lm_state_step_stage(ss[2], NULL, h2, T, nn, NULL, ls2));
         CLF_OK(clf_tensor_read(lw, a, clf_tensor_bytes(lw)));
         CLF_OK(clf_tensor_read(ls2, b, clf_tensor_bytes(ls2)));
+        float big = 0.0f; /* a quantized model's allowance: across paths (QUANT_TOL) */
         for (int64_t i = 0; i < B * V; i++)
-            if (!(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(a[i]))))
+            big = fmaxf(big, fabsf(a[i]));
+        for (int64_t i = 0; i < B * V; i++)
+            if (!(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(a[i])) + (float)QUANT_TOL * big))
                 fail_msg("step %d logit %lld: stages %g, whole model %g", t, (long long)i, b[i],
                          a[i]);
         for (int i = 0; i < 2; i++) /* the next ids: each sequence's argmax */
@@ -528,7 +555,8 @@ static void *tp_shard_main(void *arg) {
 
 /* The model at name as n shards (contexts alternate between the two devices; a third and fourth
  * shard get their own context on the first's device) in n threads, against the whole model on
- * g_ctx: each step's logits within 1e-5 of the largest, 2 x 20 greedy ids equal. */
+ * g_ctx: each step's logits within 1e-5 of the largest (quantized weights: QUANT_TOL), 2 x 20
+ * greedy ids equal. */
 static void shard_case(const char *name, int n) {
     char path[640];
     path_of(name, path, sizeof(path));
@@ -608,7 +636,7 @@ static void shard_case(const char *name, int n) {
                 fail_msg("%s in %d shards: greedy token %d of sequence %d: %lld, whole model %d",
                          name, n, t, b, (long long)best, want_ids[b][t]);
         }
-    if (!(worst <= 1e-5))
+    if (!(worst <= (quantized(whole) ? QUANT_TOL : 1e-5)))
         fail_msg("%s in %d shards: logits %.3e of the largest from the whole model's", name, n,
                  worst);
     printf("%-22s %d shards: logits within %.1e of the whole model's, 2 x 20 greedy ids equal\n",
