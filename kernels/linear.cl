@@ -18,9 +18,10 @@
  * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
  * vectors of weights once for its PK_R rows; dtypes.cl, "panels"). At one or two rows (decoding)
  * they run in integers instead (pairs_group: x quantized to int16 per 32, pairs of quants
- * multiplied and added in 32-bit lanes, the scales once per group).
+ * multiplied and added in 32-bit lanes, the scales once per group), or with QX 0 in floats (the
+ * same sums as the float path of more rows, slower).
  *
- * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM; DT per call.
+ * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM, QX; DT per call.
  */
 #ifndef VW
 #define VW 16 /* floats per work-item */
@@ -45,6 +46,10 @@
 #endif
 #ifndef PK_GM
 #define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
+#endif
+#ifndef QX
+#define QX 1 /* block types at one or two rows: in integers, x as int16 (pairs_group); 0: floats   \
+              */
 #endif
 
 /* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]), y[r, o] at y[y_off + r y_rs + o] (a part of a
@@ -417,11 +422,44 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
-            if (R <= 2) {
+            if (R <= 2 && QX) {
                 /* Few rows (decoding): in integers, 32 elements at a time (Q6_K: groups g and
                  * g + 1 at even g) */
                 if (DT_SUB == 32 || !(g & 1))
                     pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
+                continue;
+            }
+            if (R <= 2) {
+                /* Few rows in floats (QX 0): the quants against x, the scale and min term once
+                 * per group (sum x (s q - m) = s sum x q - m sum x) */
+                floatV t[2][PK_NV];
+                float xs[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        t[r][j] = (floatV)(0.0f);
+#pragma unroll
+                for (int i = 0; i < DT_SUB; i++) {
+                    const int e = g * DT_SUB + i, k = j0 * DT_BLOCK + e;
+                    floatV q[PK_NV];
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        q[j] = dt_panel_q(pb, pw, e, j * VW);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        const float xv = xr[r][k];
+                        xs[r] += xv;
+#pragma unroll
+                        for (int j = 0; j < PK_NV; j++)
+                            t[r][j] = fma((floatV)(xv), q[j], t[r][j]);
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int j = 0; j < PK_NV; j++)
+                        acc[r][j] = fma(s[j], t[r][j], fma(-m[j], (floatV)(xs[r]), acc[r][j]));
                 continue;
             }
 #pragma unroll

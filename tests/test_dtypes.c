@@ -450,6 +450,12 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
         typed_shapes(level ? 2 : 1);
+        /* the few rows in floats (linear.QX 0) in that style */
+        int64_t qx;
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.QX", &qx));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", 0));
+        typed_shapes(level ? 2 : 1);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
         /* The panels dequantized once into F32 panels (unpack_blocks, then the F32 program's
          * linear_packed) from 2 rows on, in that style and the defaults: rows 3, 5 and 9 take
          * it, one row keeps the registers' path. */
