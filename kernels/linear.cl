@@ -48,8 +48,7 @@
 #define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
 #endif
 #ifndef QX
-#define QX 1 /* block types at one or two rows: in integers, x as int16 (pairs_group); 0: floats   \
-              */
+#define QX 1 /* block types at 1-2 rows: in integers (pairs_group); 0: floats */
 #endif
 
 /* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]), y[r, o] at y[y_off + r y_rs + o] (a part of a
