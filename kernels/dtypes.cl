@@ -315,6 +315,52 @@ static inline intV clf_madd_pairs(uintV w, int x) {
            (CLF_CAT(as_int, VW)(w) >> 16) * (x >> 16);
 }
 #endif
+/* acc + clf_madd_pairs(w, *x): one vpdpwssd where linear.VNNI says the device runs AVX512-VNNI
+ * (inline assembly: OpenCL C has no way to ask the compiler for it), *x broadcast from memory
+ * (a register operand made the compiler keep each broadcast vector, and spill them). */
+#if VW == 16 && defined(__clang__) && defined(__AVX512BW__) && defined(VNNI) && VNNI
+static inline intV clf_dp_pairs(intV acc, uintV w, const int *x) {
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+    return acc;
+}
+#else
+static inline intV clf_dp_pairs(intV acc, uintV w, const int *x) {
+    return acc + clf_madd_pairs(w, *x);
+}
+#endif
+/* acc + the sum over each lane's four bytes of w, unsigned, times the matching byte of *x, signed
+ * (linear.QX 2: int8 x against quants of at most 6 bits, so that x86's pmaddubsw cannot saturate:
+ * 2 x 63 x 127 < 2^15): vpdpbusd with VNNI, else pmaddubsw then pmaddwd by ones. */
+#if VW == 16 && defined(__clang__) && defined(__AVX512BW__) && defined(VNNI) && VNNI
+static inline intV clf_dp_quads(intV acc, uintV w, const int *x) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+    return acc;
+}
+#elif VW == 16 && defined(__clang__) && defined(__AVX512BW__)
+typedef char clf_char64 __attribute__((ext_vector_type(64)));
+static inline intV clf_dp_quads(intV acc, uintV w, const int *x) {
+    const clf_short32 p = __builtin_ia32_pmaddubsw512(__builtin_astype(w, clf_char64),
+                                                      __builtin_astype((int16)(*x), clf_char64));
+    return acc + __builtin_astype(__builtin_ia32_pmaddwd512(p, (clf_short32)(1)), int16);
+}
+#elif VW == 8 && defined(__clang__) && defined(__AVX2__)
+typedef char clf_char32 __attribute__((ext_vector_type(32)));
+static inline intV clf_dp_quads(intV acc, uintV w, const int *x) {
+    const short16 p =
+        __builtin_astype(__builtin_ia32_pmaddubsw256(__builtin_astype(w, clf_char32),
+                                                     __builtin_astype((int8)(*x), clf_char32)),
+                         short16);
+    return acc + __builtin_astype(__builtin_ia32_pmaddwd256(p, (short16)(1)), int8);
+}
+#else
+static inline intV clf_dp_quads(intV acc, uintV w, const int *x) {
+    const intV wi = CLF_CAT(as_int, VW)(w);
+    const uint u = (uint)*x;
+    return acc + (wi & 0xff) * (as_int(u << 24) >> 24) +
+           ((wi >> 8) & 0xff) * (as_int(u << 16) >> 24) +
+           ((wi >> 16) & 0xff) * (as_int(u << 8) >> 24) + ((wi >> 24) & 0xff) * (as_int(u) >> 24);
+}
+#endif
 /* Q8_0: a word's signed bytes as pairs, (b0, b2) in *lo and (b1, b3) in *hi, each sign-extended
  * into its 16-bit half (16-bit lane shifts where the x86 builtins are in use). */
 #if VW == 16 && defined(__clang__) && defined(__AVX512BW__)

@@ -17,15 +17,14 @@
  * blocks transposed (pack_blocks: byte p of the blocks of the panel's VW PK_NV rows side by side,
  * so one vector load gives a byte of VW columns, and per scale group the kernel dequantizes PK_NV
  * vectors of weights once for its PK_R rows; dtypes.cl, "panels"). At one or two rows (decoding)
- * they run in integers instead (pairs_group: x quantized to int16 per 32, pairs of quants
- * multiplied and added in 32-bit lanes, the scales once per group), or with QX 0 in floats (the
- * same sums as the float path of more rows, slower).
+ * they run in integers instead (linear_int.cl, pairs_group: x quantized to int16 per 32, pairs
+ * of quants multiplied and added in 32-bit lanes, the scales once per group), or with QX 0 in
+ * floats (the same sums as the float path of more rows, slower); linear_packed_xq runs many rows
+ * in those integers against x quantized once per call (quantize_x, linear.QROWS).
  *
- * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM, QX; DT per call.
+ * Tunables: VW, ERF_POLY, SK_ROWS, SK_OPI, SK_LW, SK_GM, PK_R, PK_NV, PK_GM, QX, VNNI (VW, PK_R,
+ * PK_NV and QX defaulted in linear_int.cl, prepended); DT per call.
  */
-#ifndef VW
-#define VW 16 /* floats per work-item */
-#endif
 #ifndef SK_ROWS
 #define SK_ROWS 4 /* rows of x per launch of linear_rows */
 #endif
@@ -38,17 +37,8 @@
 #ifndef SK_GM
 #define SK_GM 8 /* row blocks walked together by linear_rows (cache reuse) */
 #endif
-#ifndef PK_R
-#define PK_R 8 /* rows of x per work-item of linear_packed */
-#endif
-#ifndef PK_NV
-#define PK_NV 2 /* vectors of VW output columns per work-item (the panel width / VW) */
-#endif
 #ifndef PK_GM
 #define PK_GM 4 /* row blocks walked together by linear_packed (cache reuse) */
-#endif
-#ifndef QX
-#define QX 1 /* block types at 1-2 rows: in integers (pairs_group); 0: floats */
 #endif
 
 /* y[r, o] = act(sum_i x[r, i] w[o, i] + bias[o]), y[r, o] at y[y_off + r y_rs + o] (a part of a
@@ -228,6 +218,10 @@ typedef struct packed_args {
     long y_rs;
     float alpha, beta;
     int in, out;
+#if DT_BLOCK > 1
+    const __global int *xq; /* linear_packed_xq: x from quantize_x (linear_int.cl), else NULL */
+    const __global float *xm;
+#endif
 } packed_args;
 
 /* y[r, o] = alpha act(sum_k x[r, k] w[o, k] + bias[o]) + beta y[r, o] (y is not read when beta
@@ -240,143 +234,8 @@ typedef struct packed_args {
  * R x PK_NV accumulators in a stack array, each FMA a load and a store (perf annotate on Zen 4),
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
-#if DT_BLOCK > 1
-/* Few rows (decoding) of a block type, 32 weights of PK_NV vectors of columns from
- * element k0 (Q8_0, Q4_0: a block; Q4_K: sub-block g; Q6_K: groups g and g + 1 of 16), in integers
- * (dtypes.cl, clf_madd_pairs): each row's 32 x quantized to int16 xi (dx = max |x| / 32767, xi =
- * x / dx rounded to nearest even), paired as PA[t] = (xi[4t], xi[4t + 2]) and PB[t] = (xi[4t + 1],
- * xi[4t + 3]), t < 8, against the matching pairs of quants from the words (16-bit halves of a
- * lane). With w = s q - m per scale group (s, m: dt_panel_sm): sum w x = s dx sum q xi -
- * m dx sum xi, exact integers but for the final scaling. x is contiguous (block types come from
- * linear only; the host checks). */
-#if DT == CLF_DT_Q6_K
-#define NH 2 /* scale groups in the 32 */
-#else
-#define NH 1
-#endif
-static inline void pairs_group(const __global uchar *pb, const int pw,
-                               const __global float *const *xr, const int k0, const int g,
-                               const int R, const floatV *s, const floatV *m,
-                               floatV (*acc)[PK_NV]) {
-    int pa[2][8], pbb[2][8], sxi[2][2];
-    float dx[2];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const float16 x0 = vload16(0, xr[r] + k0), x1 = vload16(1, xr[r] + k0);
-        /* max |x| as integers (the order of non-negative floats); xi rounded to nearest even
-         * by adding 1.5 2^23 in the FMA (|x / dx| <= 32767: the sum's low mantissa bits are
-         * xi): a few instructions, where fmax, rint and convert_int_rte compile to NaN and
-         * rounding fix-ups in PoCL */
-        const int16 a = max(as_int16(fabs(x0)), as_int16(fabs(x1)));
-        const int8 a8 = max(a.lo, a.hi);
-        const int4 a4 = max(a8.lo, a8.hi);
-        const int2 a2 = max(a4.lo, a4.hi);
-        const float amax = as_float(max(a2.x, a2.y));
-        dx[r] = amax * (1.0f / 32767.0f);
-        /* a group below 2^-100 counts as zero: 32767 / amax must not overflow */
-        const float id = amax > 0x1p-100f ? 32767.0f / amax : 0.0f;
-        const int16 i0 = as_int16(fma(x0, (float16)(id), 12582912.0f)) - 0x4b400000,
-                    i1 = as_int16(fma(x1, (float16)(id), 12582912.0f)) - 0x4b400000;
-        const int8 s0 = i0.lo + i0.hi, s1 = i1.lo + i1.hi;
-        const int4 s04 = s0.lo + s0.hi, s14 = s1.lo + s1.hi;
-        sxi[r][0] = s04.x + s04.y + s04.z + s04.w; /* elements 0 .. 15 */
-        sxi[r][1] = s14.x + s14.y + s14.z + s14.w; /* 16 .. 31 */
-        if (NH == 1) sxi[r][0] += sxi[r][1];
-        vstore4((i0.s048c & 0xffff) | (i0.s26ae << 16), 0, pa[r]);
-        vstore4((i1.s048c & 0xffff) | (i1.s26ae << 16), 1, pa[r]);
-        vstore4((i0.s159d & 0xffff) | (i0.s37bf << 16), 0, pbb[r]);
-        vstore4((i1.s159d & 0xffff) | (i1.s37bf << 16), 1, pbb[r]);
-    }
-    intV ai[2][NH][PK_NV];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int n = 0; n < NH; n++)
-#pragma unroll
-            for (int j = 0; j < PK_NV; j++)
-                ai[r][n][j] = (intV)(0);
-#if DT == CLF_DT_Q8_0
-                /* word t < 8: bytes elements 4t + u */
-#pragma unroll
-    for (int t = 0; t < 8; t++)
-#pragma unroll
-        for (int j = 0; j < PK_NV; j++) {
-            uintV m0, m1;
-            clf_i8_pairs(clf_panel_words(pb, pw, t, j * VW), &m0, &m1);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                ai[r][0][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
-        }
-#elif DT == CLF_DT_Q4_0
-                /* word t < 4: low nibbles elements 4t + u, high nibbles 16 + 4t + u */
-#pragma unroll
-    for (int t = 0; t < 4; t++)
-#pragma unroll
-        for (int j = 0; j < PK_NV; j++) {
-            const uintV w = clf_panel_words(pb, pw, t, j * VW);
-            const uintV m0 = w & 0x000f000fu, m1 = (w >> 8) & 0x000f000fu,
-                        m2 = (w >> 4) & 0x000f000fu, m3 = (w >> 12) & 0x000f000fu;
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                ai[r][0][j] +=
-                    (clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t])) +
-                    (clf_madd_pairs(m2, pa[r][4 + t]) + clf_madd_pairs(m3, pbb[r][4 + t]));
-        }
-#elif DT == CLF_DT_Q4_K
-    /* sub-block g's 32 nibbles, (g % 2) 4 bits up in words 8 (g / 2) .. + 7: word t holds
-     * elements 4t + u */
-    const int sh = (g & 1) * 4;
-#pragma unroll
-    for (int t = 0; t < 8; t++)
-#pragma unroll
-        for (int j = 0; j < PK_NV; j++) {
-            const uintV w = clf_panel_words(pb, pw, 8 * (g >> 1) + t, j * VW) >> (uint)sh;
-            const uintV m0 = w & 0x000f000fu, m1 = (w >> 8) & 0x000f000fu;
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                ai[r][0][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
-        }
-#elif DT == CLF_DT_Q6_K
-    /* Q6_K, elements 128 h + 32 q + l (c = g / 2 = 4 h + q): the low nibble (q >= 2: high) of
-     * ql word 16 h + 8 (q % 2) + l / 4 and bits 2q, 2q + 1 of qh word 32 + 8 h + l / 4, byte
-     * l % 4; l < 16 in group g, l >= 16 in g + 1 */
-    const int h = g >> 3, q = (g >> 1) & 3;
-    const uint shl = (uint)((q >> 1) * 4), shh = (uint)(2 * q);
-#pragma unroll
-    for (int t = 0; t < 8; t++)
-#pragma unroll
-        for (int j = 0; j < PK_NV; j++) {
-            const uintV wl = clf_panel_words(pb, pw, 16 * h + 8 * (q & 1) + t, j * VW) >> shl;
-            const uintV wh = clf_panel_words(pb, pw, 32 + 8 * h + t, j * VW) >> shh;
-            const uintV m0 = (wl & 0x000f000fu) | ((wh & 0x00030003u) << 4),
-                        m1 = ((wl >> 8) & 0x000f000fu) | (((wh >> 8) & 0x00030003u) << 4);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                ai[r][t >> 2][j] += clf_madd_pairs(m0, pa[r][t]) + clf_madd_pairs(m1, pbb[r][t]);
-        }
-#endif
-    floatV s1[PK_NV], m1v[PK_NV]; /* Q6_K: group g + 1's scale and min term */
-#pragma unroll
-    for (int j = 0; j < PK_NV; j++) {
-        s1[j] = s[j];
-        m1v[j] = m[j];
-        if (NH == 2) s1[j] = dt_panel_sm(pb, pw, g + 1, j * VW, &m1v[j]);
-    }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int n = 0; n < NH; n++)
-#pragma unroll
-            for (int j = 0; j < PK_NV; j++) {
-                const floatV sn = n ? s1[j] : s[j], mn = n ? m1v[j] : m[j];
-                acc[r][j] = fma(sn * dx[r], convert_floatV(ai[r][n][j]),
-                                fma(-mn, (floatV)(dx[r] * (float)sxi[r][n]), acc[r][j]));
-            }
-}
-#undef NH
-#endif
 
-static inline void packed_rows(const packed_args a, const int R) {
+static inline __attribute__((always_inline)) void packed_rows(const packed_args a, const int R) {
     const int pw = PK_NV * VW;
     const int rows = a.rows, in = a.in, out = a.out;
     const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
@@ -387,8 +246,8 @@ static inline void packed_rows(const packed_args a, const int R) {
     const int b = within / gm;
     const int r0 = (first + within % gm) * R;
     const int nr = min(R, rows - r0);
-    if (nr <= 0) return;                    /* never with the launch's grid; no barriers below */
-    floatV acc[PK_R > 4 ? PK_R : 4][PK_NV]; /* R <= that in every kernel below */
+    if (nr <= 0) return;       /* never with the launch's grid; no barriers below */
+    floatV acc[XR_MAX][PK_NV]; /* R <= that in every kernel below */
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -396,7 +255,7 @@ static inline void packed_rows(const packed_args a, const int R) {
             acc[r][j] = (floatV)(0.0f);
     /* Rows past the last (a partial block) read the last row again: their sums are never
      * stored, and the loop stays free of selects. */
-    const __global float *xr[PK_R > 4 ? PK_R : 4];
+    const __global float *xr[XR_MAX];
 #pragma unroll
     for (int r = 0; r < R; r++)
         xr[r] = a.x + (long)(r0 + min(r, nr - 1)) * a.x_rs;
@@ -421,10 +280,19 @@ static inline void packed_rows(const packed_args a, const int R) {
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
+            if (a.xq) {
+                /* Many rows in integers, x quantized by quantize_x (Q4_K, Q6_K: groups g and g + 1
+                 * at even g) */
+                if (XQ_STEP == 1 || !(g & 1))
+                    xq_group(pb, pw, a.xq + (long)r0 * (in / 32) * 16,
+                             a.xm + (long)r0 * (in / 32) * 4, (j0 * DT_BLOCK + g * DT_SUB) / 32,
+                             in / 32, nr, g, R, s, m, acc);
+                continue;
+            }
             if (R <= 2 && QX) {
-                /* Few rows (decoding): in integers, 32 elements at a time (Q6_K: groups g and
-                 * g + 1 at even g) */
-                if (DT_SUB == 32 || !(g & 1))
+                /* Few rows (decoding): in integers, 32 elements at a time (Q4_K: 64; Q4_K, Q6_K:
+                 * groups g and g + 1 at even g) */
+                if (XQ_STEP == 1 || !(g & 1))
                     pairs_group(pb, pw, xr, j0 * DT_BLOCK + g * DT_SUB, g, R, s, m, acc);
                 continue;
             }
@@ -560,18 +428,34 @@ __kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const 
                                alpha,                                                              \
                                beta,                                                               \
                                in,                                                                 \
-                               out};                                                               \
+                               out PACKED_XQ_NONE};                                                \
         packed_rows(a, (R));                                                                       \
     }
 #if DT_BLOCK == 1
-#define PANEL_T stype
+#define PANEL_T        stype
+#define PACKED_XQ_NONE /* no members */
 #else
-#define PANEL_T uchar
+#define PANEL_T        uchar
+#define PACKED_XQ_NONE , NULL, NULL
 #endif
 LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
 LINEAR_PACKED(linear_packed_2, 2)
 LINEAR_PACKED(linear_packed_4, 4)
+#if DT_BLOCK > 1
+/* Many rows of a block type in integers: x (rows, in) quantized by quantize_x into xq and xm =
+ * xq + xm_off (linear_int.cl), QR rows a work-item; batch 1, alpha 1, beta 0. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+linear_packed_xq(const __global int *xq, const long xm_off, const int rows,
+                 const __global uchar *wp, const __global float *bias, const int has_bias,
+                 const int act, __global float *y, const long y_off, const long y_rs, const int in,
+                 const int out) {
+    const __global float *xm = (const __global float *)(xq + xm_off);
+    const packed_args a = {NULL,      0,    0,    rows, wp, bias, has_bias, act,
+                           y + y_off, y_rs, 1.0f, 0.0f, in, out,  xq,       xm};
+    packed_rows(a, QR);
+}
+#endif
 #endif /* DT_BLOCK == 1 || VW == 8 || VW == 16 */
 
 /* y[r, o] = act(sum_k x[r, k] w[o, k] + bias[o]) (y[r, o] at y[y_off + r y_rs + o], as for

@@ -260,7 +260,8 @@ clf_status clf_context_warmup(clf_context *ctx) {
          * call), which warm-up cannot know: their first call per head size builds them. */
         const clf_prog_id prog = clf__kernel_defs[i].prog;
         if (prog == CLF_PROG_ATTENTION || prog == CLF_PROG_ATTENTION_LOCAL) continue;
-        if (i == CLF_K_PACK_BLOCKS || i == CLF_K_UNPACK_BLOCKS)
+        if (i == CLF_K_PACK_BLOCKS || i == CLF_K_UNPACK_BLOCKS || i == CLF_K_QUANTIZE_X ||
+            i == CLF_K_LINEAR_PACKED_XQ)
             continue; /* block types' only: not in the F32 program */
         cl_kernel k;
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);
@@ -283,6 +284,11 @@ clf_status clf_context_set_tunable(clf_context *ctx, const char *name, int64_t v
                          "tunable %s = %lld: must be in %lld..%lld%s", name, (long long)value,
                          (long long)d->min, (long long)d->max,
                          d->pow2 ? " and a power of two" : "");
+    if (i == CLF_T_LINEAR_VNNI && value && !clf__x86_vnni(&ctx->info))
+        return clf__fail(ctx, CLF_ERROR_UNSUPPORTED,
+                         "tunable %s = 1 needs PoCL's CPU device on an x86-64 host with "
+                         "AVX512-BW and AVX512-VNNI; device '%s' is not",
+                         name, ctx->info.name);
     ctx->tunable_set[i] = 1;
     if (ctx->tunables[i] == value) return CLF_SUCCESS;
     ctx->tunables[i] = value;

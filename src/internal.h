@@ -14,8 +14,8 @@
 
 /* ---------------------------------------------------------------- library programs */
 
-/* One entry per kernels/<name>.cl program file (common.cl is prepended to each, activation.cl to
- * those whose clf__prog_preludes entry names it). */
+/* One entry per kernels/<name>.cl program file (common.cl and dtypes.cl are prepended to each,
+ * activation.cl and linear_int.cl to those whose clf__prog_preludes entry names them). */
 typedef enum {
     CLF_PROG_SOFTMAX = 0,
     CLF_PROG_LAYERNORM,
@@ -49,6 +49,8 @@ typedef enum {
     CLF_K_LINEAR_PACKED_1, /* 1, 2 and 4 rows (fewer rows than PK_R: decoding) */
     CLF_K_LINEAR_PACKED_2,
     CLF_K_LINEAR_PACKED_4,
+    CLF_K_QUANTIZE_X,       /* x quantized per 32 for linear_packed_xq (linear.QROWS) */
+    CLF_K_LINEAR_PACKED_XQ, /* block panels against quantize_x's integers */
     CLF_K_LINEAR_TILED,
     CLF_K_GET_ROWS, /* the embedding gather of a stored (quantized, F16) table */
     CLF_K_ATTENTION,
@@ -74,8 +76,9 @@ typedef struct clf_kernel_def {
 } clf_kernel_def;
 
 extern const char *const clf__prog_names[CLF_PROG_COUNT]; /* file stem, e.g. "softmax" */
-/* A shared part prepended after common.cl (file stem), or NULL. */
-extern const char *const clf__prog_preludes[CLF_PROG_COUNT];
+/* Parts prepended after common.cl and dtypes.cl, in order (file stems; NULL: none). */
+#define CLF_PRELUDES 2
+extern const char *const clf__prog_preludes[CLF_PROG_COUNT][CLF_PRELUDES];
 extern const clf_kernel_def clf__kernel_defs[CLF_K_COUNT];
 
 /* Generated at build time from kernels/\*.cl (see cmake/embed_kernels.cmake). */
@@ -152,6 +155,8 @@ int64_t clf__tunable_default(const clf_tunable_def *def, clf_device_type type);
  * 16 floats); a CPU whose native float vector is at most 8 lanes (AVX2: 16 registers) gets tiles
  * that fit 16 registers. Nothing for other device types. */
 void clf__isa_defaults(const clf_device_info *info, int64_t *tunables);
+/* AVX512-VNNI's instructions may run in the device's kernels (linear.VNNI). */
+bool clf__x86_vnni(const clf_device_info *info);
 /* GPUs: the SIMD width of the device's vendor and generation (NVIDIA 32, AMD GCN/CDNA 64, AMD
  * RDNA 32, Intel 16), 0 for another vendor or device type. */
 int clf__gpu_wave(const clf_device_info *info);

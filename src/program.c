@@ -322,24 +322,28 @@ static size_t dtype_ids(char *buf, size_t size) {
 }
 
 clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
-    /* common.cl, the storage types, the program's own prelude, the program. */
-    const char *names[4] = {"common", "dtypes", clf__prog_preludes[prog], clf__prog_names[prog]};
-    char *parts[4] = {NULL, NULL, NULL, NULL};
+    /* common.cl, the storage types, the program's own preludes, the program. */
+    enum { NP = 3 + CLF_PRELUDES };
+    const char *names[NP] = {"common", "dtypes"};
+    for (int i = 0; i < CLF_PRELUDES; i++)
+        names[2 + i] = clf__prog_preludes[prog][i];
+    names[NP - 1] = clf__prog_names[prog];
+    char *parts[NP] = {NULL};
     clf_status st = CLF_SUCCESS;
     size_t n = 1 + dtype_ids(NULL, 0);
-    for (int i = 0; i < 4 && st == CLF_SUCCESS; i++)
+    for (int i = 0; i < NP && st == CLF_SUCCESS; i++)
         if (names[i] && (st = kernel_text(ctx, names[i], &parts[i])) == CLF_SUCCESS)
             n += strlen(parts[i]) + strlen(names[i]) + 32;
     if (st == CLF_SUCCESS && !(*out = malloc(n)))
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (st == CLF_SUCCESS) {
         size_t off = dtype_ids(*out, n);
-        for (int i = 0; i < 4; i++) /* each part keeps its own file name and line numbers */
+        for (int i = 0; i < NP; i++) /* each part keeps its own file name and line numbers */
             if (parts[i])
                 off += (size_t)snprintf(*out + off, n - off, "\n#line 1 \"%s.cl\"\n%s\n", names[i],
                                         parts[i]);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NP; i++)
         free(parts[i]);
     return st;
 }

@@ -15,9 +15,9 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
     [CLF_PROG_SAMPLE] = "sample",
 };
 
-const char *const clf__prog_preludes[CLF_PROG_COUNT] = {
-    [CLF_PROG_ELEMENTWISE] = "activation",
-    [CLF_PROG_LINEAR] = "activation",
+const char *const clf__prog_preludes[CLF_PROG_COUNT][CLF_PRELUDES] = {
+    [CLF_PROG_ELEMENTWISE] = {"activation"},
+    [CLF_PROG_LINEAR] = {"activation", "linear_int"},
 };
 
 /* Work-group dims per kernel: the -D macro each size is compiled in as (NULL: launch-time only),
@@ -41,6 +41,8 @@ const clf_kernel_def clf__kernel_defs[CLF_K_COUNT] = {
     [CLF_K_LINEAR_PACKED_1] = {CLF_PROG_LINEAR, "linear_packed_1", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED_2] = {CLF_PROG_LINEAR, "linear_packed_2", {NULL}, {0}},
     [CLF_K_LINEAR_PACKED_4] = {CLF_PROG_LINEAR, "linear_packed_4", {NULL}, {0}},
+    [CLF_K_QUANTIZE_X] = {CLF_PROG_LINEAR, "quantize_x", {NULL}, {0}},
+    [CLF_K_LINEAR_PACKED_XQ] = {CLF_PROG_LINEAR, "linear_packed_xq", {NULL}, {0}},
     [CLF_K_LINEAR_TILED] = {CLF_PROG_LINEAR, "linear_tiled", {"LT_WX", "LT_WY"}, {0, 0}},
     [CLF_K_GET_ROWS] = {CLF_PROG_LINEAR, "get_rows", {NULL}, {0}},
     [CLF_K_ATTENTION] = {CLF_PROG_ATTENTION, "attention_tiled", {"BQ"}, {0}},
@@ -70,8 +72,35 @@ int clf__tunable_find(const char *name) {
     return -1;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+/* The host CPU and OS run AVX512-BW and AVX512-VNNI: CPUID leaf 7 (EBX bit 30, ECX bit 11) and
+ * the OS saving the opmask and all 32 zmm registers (XCR0 bits 1, 2, 5, 6, 7). */
+static bool host_vnni(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false; /* OSXSAVE */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(b & (1u << 30)) || !(c & (1u << 11))) return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xe6u) == 0xe6u;
+}
+#else
+static bool host_vnni(void) {
+    return false;
+}
+#endif
+
+bool clf__x86_vnni(const clf_device_info *info) {
+    /* PoCL's CPU devices run on the host's own cores (the kernels also check that PoCL's
+     * compiler targets AVX512-BW) */
+    return info->type == CLF_DEVICE_CPU &&
+           clf__ci_contains(info->platform_name, "portable computing") && host_vnni();
+}
+
 void clf__isa_defaults(const clf_device_info *info, int64_t *tunables) {
     if (info->type != CLF_DEVICE_CPU) return;
+    tunables[CLF_T_LINEAR_VNNI] = clf__x86_vnni(info);
     const uint32_t w = info->native_vector_width_float;
     if (w == 0 || w > 8) return; /* AVX-512 (16 lanes, 32 registers): the CPU column */
     /* AVX2 and narrower: 16 vector registers of w lanes. linear_packed: 6 rows x 2 vectors of w

@@ -291,6 +291,19 @@ static void test_tunables_api(void **state) {
     assert_string_equal(clf_context_last_error(g_ctx), "");
     CLF_OK(clf_context_get_tunable(g_ctx, "softmax.VW", &v));
     if (info.type == CLF_DEVICE_CPU) assert_int_equal(v, want_vw); /* unchanged */
+    /* linear.VNNI: on by default exactly where the host finds AVX512-VNNI under PoCL's CPU
+     * device, and refused elsewhere (its instructions would fault), leaving it 0. */
+    CLF_OK(clf_context_get_tunable(g_ctx, "linear.VNNI", &v));
+    assert_int_equal(v, clf__x86_vnni(&info) ? 1 : 0);
+    if (!v) {
+        assert_int_equal(clf_context_set_tunable(g_ctx, "linear.VNNI", 1), CLF_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(clf_context_last_error(g_ctx), "AVX512-VNNI"));
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.VNNI", &v));
+        assert_int_equal(v, 0);
+    }
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", 0));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", clf__x86_vnni(&info) ? 1 : 0));
+    assert_int_equal(clf_context_set_tunable(g_ctx, "linear.QX", 3), CLF_ERROR_INVALID_ARGUMENT);
     /* A work-group larger than any device allows (1024 x 64) is a request: the kernel is built
      * for the largest that fits, and computes the same. */
     int64_t shape[2] = {2, 10};

@@ -299,6 +299,7 @@ static unsigned char *random_weights(clf_dtype t, int64_t out, int64_t in, size_
 
 static clf_dtype g_type;
 static int g_prepared; /* 1: through clf_linear_prepare / clf_linear_apply */
+static int g_qx8;      /* 1: linear.QX 2 is set (int8 x for Q4_0, Q4_K, Q6_K) */
 
 /* clf_linear on x (rows, in) with weights of g_type against the double reference on the
  * dequantized weights: identity and GELU, with and without bias. */
@@ -313,7 +314,9 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
     ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
     /* Block types at few rows on CPUs (linear.cl, pairs_group) take x quantized per 32 to
      * int16, each element within half a step dx / 2 = max|x_32| / 65534 of x: the bound adds
-     * sum_k |w[j, k]| max|x_32(k)| / 65534 (every path of these types is held to it). */
+     * sum_k |w[j, k]| max|x_32(k)| / 65534 (every path of these types is held to it); with
+     * linear.QX 2, int8 for the types of at most 6 bits: max|x_32| / 254. */
+    const double xstep = g_qx8 && g_type != CLF_Q8_0 ? 254.0 : 65534.0;
     double *xq = calloc((size_t)(rows * out), sizeof(double));
     if (clf_dtype_block(g_type) > 1)
         for (int64_t r = 0; r < rows; r++)
@@ -323,7 +326,7 @@ static void typed_case(int64_t rows, int64_t in, int64_t out) {
                     amax = fmax(amax, fabs((double)x[r * in + k]));
                 for (int64_t j = 0; j < out; j++)
                     for (int64_t k = k0; k < k0 + 32; k++)
-                        xq[r * out + j] += fabs((double)w[j * in + k]) * amax / 65534.0;
+                        xq[r * out + j] += fabs((double)w[j * in + k]) * amax / xstep;
             }
     clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *tb = tensor_from(CLF_F32, 1, &out, b);
     clf_tensor *tw = NULL;
@@ -398,6 +401,18 @@ static void typed_shapes(int level) {
                 typed_case(rows[r], ins[level == 2 && plain ? 2 : i], outs[o]);
 }
 
+/* typed_shapes at linear.QX 1 then 2 (x in int16, then int8 for the types of at most 6 bits),
+ * restoring QX to qx. */
+static void typed_shapes_qx(int level, int64_t qx) {
+    for (int q = 1; q <= 2; q++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", q));
+        g_qx8 = q == 2;
+        typed_shapes(level);
+    }
+    g_qx8 = 0;
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
+}
+
 /* Every type through linear_rows in four tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
@@ -455,7 +470,15 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         CLF_OK(clf_context_get_tunable(g_ctx, "linear.QX", &qx));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", 0));
         typed_shapes(level ? 2 : 1);
-        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
+        /* Many rows in integers too (linear.QROWS 3: quantize_x, then linear_packed_xq at
+         * 3 rows and more), x in int16 and, with linear.QX 2, in int8 for the few rows and the
+         * many: x86's pmaddwd and pmaddubsw at the width these take on PoCL, the portable
+         * integers on SPIR targets. */
+        int64_t qrows;
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.QROWS", &qrows));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", 3));
+        typed_shapes_qx(level ? 2 : 1, qx);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", qrows));
         /* The panels dequantized once into F32 panels (unpack_blocks, then the F32 program's
          * linear_packed) from 2 rows on, in that style and the defaults: rows 3, 5 and 9 take
          * it, one row keeps the registers' path. */
@@ -467,6 +490,21 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_defaults[i]));
         typed_shapes(level ? 2 : 1);
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.DQ_ROWS", dq));
+        /* The defaults with many rows in integers (linear.QROWS 3), x in int16 and int8
+         * (linear.QX 1, 2), and, where the device takes AVX512-VNNI (linear.VNNI 1 by default
+         * there), both again without it: at 16 columns a vector that is the only run of
+         * AVX-512's pmaddwd and pmaddubsw. Only where the defaults pack (CPUs through PoCL):
+         * elsewhere these take no panels, and the forced style above ran the integers. */
+        int64_t vnni;
+        CLF_OK(clf_context_get_tunable(g_ctx, "linear.VNNI", &vnni));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", 3));
+        const int packs = pk_defaults[0] && (pk_defaults[1] == 8 || pk_defaults[1] == 16);
+        for (int v = (int)vnni; packs && v >= 0; v--) {
+            CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", v));
+            typed_shapes_qx(level ? 2 : 1, qx);
+        }
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", vnni));
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", qrows));
         g_prepared = 0;
     }
 }

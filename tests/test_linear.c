@@ -414,7 +414,8 @@ static void test_linear_small_caps(void **state) {
  * that no part writes, which must keep its poison. In each style: linear_rows at every row count,
  * linear_tiled, and panels (linear.PACK, vectors of 16 so that block types pack on every
  * device). The bound: test_linear's against the reference on the dequantized weights, plus
- * 3 2^-24 sum |x w| for the dequantizing (test_dtypes.c). */
+ * 3 2^-24 sum |x w| for the dequantizing (test_dtypes.c), plus for block types on panels x's
+ * int16 step, sum_k |w[j, k]| max|x_32(k)| / 65534 (kernels/linear_int.cl). */
 static void columns_case(int64_t rows, int packed) {
     static const clf_dtype types[3] = {CLF_Q8_0, CLF_Q4_0, CLF_F16};
     static const int64_t outs[3] = {40, 17, 9}, cols[3] = {0, 41, 59}, Y = 69, in = 96;
@@ -450,8 +451,18 @@ static void columns_case(int64_t rows, int packed) {
             for (int64_t j = 0; j < outs[p]; j++) {
                 const double bj = p == 1 ? 0.0 : b[p][j], v = lin[r * outs[p] + j] + bj;
                 const double want = p == 2 ? ref_act(v, CLF_ACT_RELU) : v;
+                double xq = 0.0;
+                if (packed && types[p] != CLF_F16)
+                    for (int64_t k0 = 0; k0 < in; k0 += 32) {
+                        double amax = 0.0, sw = 0.0;
+                        for (int64_t k = k0; k < k0 + 32; k++) {
+                            amax = fmax(amax, fabs((double)x[r * in + k]));
+                            sw += fabs((double)w[p][j * in + k]);
+                        }
+                        xq += sw * amax / 65534.0;
+                    }
                 const double tol =
-                    (double)(in + 4 + 3) * 0x1p-24 * (mag[r * outs[p] + j] + fabs(bj)) + 1e-30;
+                    (double)(in + 4 + 3) * 0x1p-24 * (mag[r * outs[p] + j] + fabs(bj)) + xq + 1e-30;
                 const double g = (double)got[r * Y + cols[p] + j];
                 if (!(fabs(g - want) <= tol))
                     fail_msg("columns: %s part, %lld rows (packed %d) [%lld, %lld]: got %.9g "

@@ -92,13 +92,9 @@ static void path_of(const char *name, char *out, size_t size) {
 
 /* (B, T, V) logits of ids (B, T) from an empty state, into a host array (free it); lg_ctx: the
  * context the logits tensor is made on. */
-/* 1 when a weight of m is of a block type. Decoding steps (one or two rows of x) multiply block
- * types in integers with x quantized to int16 per 32 (linear.cl, pairs_group): each such product
- * is within sum |w| max|x_32| / 65534 of the float one (test_dtypes), and an ulp's difference
- * upstream (another path, another order of a sum) can move an element of x across a rounding
- * step. Through a model's layers that comes to about 1e-4 of the largest logit (9e-5 seen
- * between the incremental and the full forward, 4.5e-5 between shards and the whole model), so
- * comparisons across paths on such models allow 3e-4 of the largest logit. */
+/* 1 when a weight of m is of a block type: comparisons across paths on such models allow
+ * QUANT_TOL (lm_fixtures.h; 9e-5 seen between the incremental and the full forward, 4.5e-5
+ * between shards and the whole model). */
 static int quantized(const clf_lm *m) {
     clf_lm_weight w[256];
     int64_t n = 0;
@@ -108,7 +104,6 @@ static int quantized(const clf_lm *m) {
         if (clf_dtype_block(w[i].dtype) > 1) return 1;
     return 0;
 }
-#define QUANT_TOL 3e-4
 
 static float *forward(clf_lm *m, clf_context *lg_ctx, int64_t B, int64_t T, const int32_t *ids,
                       int64_t V) {

@@ -10,7 +10,9 @@
 # type. llama.cpp comes from the llama-cpp-python sdist on PyPI (vendor/llama.cpp), built into
 # the build folder for this measurement only: it is never committed nor linked.
 #
-#   tools/compare_llamacpp.sh [--types q8_0,q4_0,q4_k] [--reps N] [--device SPEC]
+#   tools/compare_llamacpp.sh [--types q8_0,q4_0,q4_k] [--reps N] [--device SPEC] [--set NAME=V]
+# (--set: a kernel tunable of clformer-generate, repeatable; --set linear.QX=2 decodes against
+# int8 x as llama.cpp does)
 # Environment: BUILD_DIR (default build), LLAMA_CPP_PYTHON (sdist version, default 0.3.36),
 # PYTHON (with gguf and numpy; default python3).
 set -euo pipefail
@@ -25,8 +27,9 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --types) types=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
-    --device) device=(--device "$2"); shift 2 ;;
-    *) echo "usage: tools/compare_llamacpp.sh [--types LIST] [--reps N] [--device SPEC]" >&2; exit 2 ;;
+    --device) device+=(--device "$2"); shift 2 ;;
+    --set) device+=(--set "$2"); shift 2 ;;
+    *) echo "usage: tools/compare_llamacpp.sh [--types LIST] [--reps N] [--device SPEC] [--set NAME=V]" >&2; exit 2 ;;
     esac
 done
 gen="$build/tools/clformer-generate"
@@ -64,6 +67,7 @@ for t in ${types//,/ }; do
 done
 
 lscpu | sed -n 's/^Model name: *//p'
+[ ${#device[@]} -eq 0 ] || echo "clformer-generate ${device[*]}"
 echo "ISA: $(grep -o -w -E 'avx512f|avx512bw|avx512_bf16|avx512_vnni|avx512vnni|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 threads=$(nproc)
 ids=$(seq 300 427 | tr '\n' ' ')

@@ -289,6 +289,44 @@ static clf_status unpacked(clf_context *ctx, const clf_packed_call *c, clf_packe
     return CLF_SUCCESS;
 }
 
+/* Many rows of a block type in integers (linear.QROWS): x quantized once into the context's
+ * scratch (quantize_x), then linear_packed_xq. */
+static clf_status packed_xq(clf_context *ctx, const clf_packed_call *c) {
+    const int64_t groups = c->in / 32,
+                  pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
+    const int64_t R = clf__tun(ctx, CLF_T_LINEAR_QR);
+    size_t bytes;
+    if (!clf__mul_size((size_t)(c->rows * groups), 80, &bytes))
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "linear: quantized x overflows");
+    cl_mem xq;
+    cl_kernel k;
+    size_t none[3] = {1, 1, 1}, one[3] = {1, 1, 1};
+    const clf_defines defs = weight_defs(c->wtype);
+    clf_status st = clf__scratch(ctx, bytes, &xq);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_QUANTIZE_X, &defs, 2, none, &k);
+    cl_long x_off = c->x_off, x_rs = c->x_rs, xm_off = c->rows * groups * 16;
+    cl_int in = (cl_int)c->in, out = (cl_int)c->out, rows = (cl_int)c->rows;
+    if (st == CLF_SUCCESS)
+        st = clf__set_args(ctx, k, sizeof(cl_mem), &c->x, sizeof(cl_long), &x_off, sizeof(cl_long),
+                           &x_rs, sizeof(cl_int), &in, sizeof(cl_mem), &xq, sizeof(cl_long),
+                           &xm_off, (size_t)0);
+    const size_t qglobal[2] = {(size_t)groups, (size_t)c->rows};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_QUANTIZE_X, k, 2, qglobal, NULL);
+    if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED_XQ, &defs, 3, one, &k);
+    cl_mem bm = c->has_bias ? c->bias : c->wp;
+    cl_long y_off = c->y_off, y_rs = c->y_rs;
+    cl_int has_bias = c->has_bias, act = c->act;
+    if (st == CLF_SUCCESS)
+        st = clf__set_args(ctx, k, sizeof(cl_mem), &xq, sizeof(cl_long), &xm_off, sizeof(cl_int),
+                           &rows, sizeof(cl_mem), &c->wp, sizeof(cl_mem), &bm, sizeof(cl_int),
+                           &has_bias, sizeof(cl_int), &act, sizeof(cl_mem), &c->y, sizeof(cl_long),
+                           &y_off, sizeof(cl_long), &y_rs, sizeof(cl_int), &in, sizeof(cl_int),
+                           &out, (size_t)0);
+    const size_t global[3] = {(size_t)((c->out + pw - 1) / pw), (size_t)((c->rows + R - 1) / R), 1};
+    if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_LINEAR_PACKED_XQ, k, 3, global, one);
+    return st;
+}
+
 clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     clf_status st = check_sizes(ctx, call->rows, call->in, call->out);
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, call->batch, "batch");
@@ -298,6 +336,15 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     if (clf_dtype_block(call->wtype) > 1 && call->x_ks != 1)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: %s panels with x's column stride %lld",
                          clf_dtype_name(call->wtype), (long long)call->x_ks);
+    int64_t qrows = clf__tun(ctx, CLF_T_LINEAR_QROWS);
+    if (qrows < 0) /* the library's choice: tunables.def */
+        qrows =
+            clf__tun(ctx, CLF_T_LINEAR_VNNI) && (call->wtype == CLF_Q8_0 || call->wtype == CLF_Q4_0)
+                ? 3
+                : 0;
+    if (clf_dtype_block(call->wtype) > 1 && qrows > 0 && call->rows >= qrows && call->rows > 2 &&
+        call->batch == 1 && call->alpha == 1.0f && call->beta == 0.0f)
+        return packed_xq(ctx, call);
     clf_packed_call f;
     if ((st = unpacked(ctx, call, &f)) != CLF_SUCCESS) return st;
     const clf_packed_call *c = &f;

@@ -6,6 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cli_apply_sets(clf_context *ctx, const char *const *sets, int n, const char *tool) {
+    for (int i = 0; i < n; i++) {
+        char name[128];
+        const char *eq = strchr(sets[i], '=');
+        char *end = NULL;
+        const long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+        if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof(name) || end == eq + 1 ||
+            *end) {
+            fprintf(stderr, "%s: --set takes NAME=INTEGER (a kernel tunable), not '%s'\n", tool,
+                    sets[i]);
+            return 2;
+        }
+        memcpy(name, sets[i], (size_t)(eq - sets[i]));
+        name[eq - sets[i]] = '\0';
+        if (clf_context_set_tunable(ctx, name, v) != CLF_SUCCESS) {
+            fprintf(stderr, "%s: --set %s: %s\n", tool, sets[i], clf_context_last_error(ctx));
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int cli_devices_open(cli_devices *d, const char *tool) {
     d->n = 0;
     if (d->devices && d->device) {
@@ -66,6 +88,11 @@ int cli_devices_open(cli_devices *d, const char *tool) {
             d->n = i;
             cli_devices_close(d);
             return 1;
+        }
+        if (cli_apply_sets(d->ctx[i], d->sets, d->nsets, tool) != 0) {
+            d->n = i + 1;
+            cli_devices_close(d);
+            return 2;
         }
     }
     d->n = stages;

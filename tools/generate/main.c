@@ -113,6 +113,10 @@ static void usage(FILE *f) {
             "  --repetition-penalty R   > 1 discourages repeated tokens (default 1)\n"
             "  --seed S                 sampling seed (default 0)\n"
             "  --ignore-eos             do not stop at the model's end-of-sequence token\n"
+            "  --set NAME=V             a kernel tunable on every device (repeatable), e.g.\n"
+            "                           linear.QX=2: decode 4- and 6-bit weights against x\n"
+            "                           in int8 as llama.cpp does (faster, within\n"
+            "                           sum |w| max|x_32| / 254 instead of / 65534)\n"
             "  --stats                  print the weights' types, prompt and generation tokens/s\n"
             "                           to stderr\n"
             "  --ids \"1 2 3\"            feed token ids instead of a text prompt\n"
@@ -314,6 +318,13 @@ static int run_main(int argc, char **argv, int rank, int world) {
             tokenize = argv[++i];
         } else if (strcmp(a, "--ignore-eos") == 0) {
             gp.ignore_eos = 1;
+        } else if (strcmp(a, "--set") == 0 && has) {
+            if (dev.nsets == CLI_MAX_SETS) {
+                fprintf(stderr, "clformer-generate: at most %d --set\n", CLI_MAX_SETS);
+                bad = 1;
+            } else {
+                dev.sets[dev.nsets++] = argv[++i];
+            }
         } else if (strcmp(a, "--stats") == 0) {
             stats = 1;
         } else if (strcmp(a, "--print-ids") == 0) {
@@ -352,6 +363,8 @@ static int run_main(int argc, char **argv, int rank, int world) {
     job.gp = gp;
     job.device = dev.device;
     job.devices = dev.devices;
+    job.sets = dev.sets;
+    job.nsets = dev.nsets;
     job.split = dev.split;
     job.stats = stats;
     if (world > 1 && rank > 0) return mpi_generate(&job, NULL, 0, NULL, NULL);

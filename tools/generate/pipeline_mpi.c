@@ -24,6 +24,7 @@
 #include "pipeline_mpi.h"
 #include "mpi_net.h"
 #include "tensor_mpi.h"
+#include "../common/devices.h"
 #include "../../src/rng.h"
 
 #include <mpi.h>
@@ -72,6 +73,8 @@ static clf_context *open_context(const net *c, const gen_job *job) {
     p.error = &msg;
     clf_context *ctx = NULL;
     if (clf_context_create(&ctx, &p) != CLF_SUCCESS) mpi_die(c, "%s", msg.message);
+    if (cli_apply_sets(ctx, job->sets, job->nsets, "clformer-generate") != 0)
+        mpi_die(c, "a --set the device refuses");
     return ctx;
 }
 

@@ -22,6 +22,8 @@ typedef struct gen_job {
     int stats;
     int warmup; /* run the whole generation once before the one that counts (and prints) */
     int tp;     /* tensor parallel (tensor_mpi.c) instead of a pipeline */
+    const char *const *sets; /* --set NAME=V on every rank's context */
+    int nsets;
 } gen_job;
 
 /* Runs job on every rank of MPI_COMM_WORLD (more than one). Rank 0 gives the prompt (ids, n) and
