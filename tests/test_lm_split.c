@@ -3,12 +3,13 @@
  * what the same model gives on one: every fixture family and weight type (the Hugging Face
  * folders of test_lm, the GGUF files of test_lm_quant, a five-layer Q4_0 file with a tied,
  * quantized embedding split 2, 3 and 5 ways), logits of a full forward and of incremental steps
- * within 1e-5 of the largest, greedy ids identical over 20 tokens for two prompts of different
- * lengths. The second context: $CLF_DEVICE2 (a device spec; "twin": the next device of the same
- * name, as POCL_DEVICES="pthread pthread" makes), else a second context on the first's device.
- * Stages alternate between the two. Also: bad splits refused before any weight moves (more stages
- * than layers, shares, a device without memory for its stage), and a failure on the second stage
- * reported on the first context naming that stage, the state unchanged. And stage models
+ * within 1e-5 of the largest (quantized models: QUANT_TOL, as the devices may take different
+ * paths: rusticl's floats, PoCL's integers), greedy ids identical over 20 tokens for two prompts
+ * of different lengths. The second context: $CLF_DEVICE2 (a device spec; "twin": the next device of
+ * the same name, as POCL_DEVICES="pthread pthread" makes), else a second context on the first's
+ * device. Stages alternate between the two. Also: bad splits refused before any weight moves (more
+ * stages than layers, shares, a device without memory for its stage), and a failure on the second
+ * stage reported on the first context naming that stage, the state unchanged. And stage models
  * (clf_lm_load_stage, one per MPI rank) chained through host buffers equal the whole model.
  * Tensor-parallel shards (clf_lm_load_shard) in threads, summing through shared memory, equal
  * the whole model (logits within 1e-5 of the largest, 20 greedy ids); uneven cuts refused.
@@ -217,7 +218,7 @@ static void split_case(const char *name, int n, const double *split) {
         worst = fmax(worst, fabs((double)got[i] - want[i]) / scale);
         assert_true(got0[i] == got[i]);
     }
-    if (!(worst <= 1e-5))
+    if (!(worst <= (quantized(one) ? QUANT_TOL : 1e-5)))
         fail_msg("%s split %s: logits %.3e of the largest from one context's", name, plan, worst);
     int32_t a[40], b[40];
     greedy(one, ids, a);
