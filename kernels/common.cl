@@ -96,8 +96,24 @@ static inline float clf_hmax16(float16 v) {
 #define clf_vload_half1(i, p) vload_half((i), (p))
 #define clf_vload_half2       vload_half2
 #define clf_vload_half4       vload_half4
-#define clf_vload_half8       vload_half8
-#define clf_vload_half16      vload_half16
+/* Where the kernel compiler targets x86's F16C (PoCL on CPUs since Haswell), 8 and 16 halfs are
+ * one vcvtph2ps: PoCL's vload_half8/16 convert element by element in integer code (about 17
+ * instructions each). The values are the same (every half is a float). */
+#if defined(__clang__) && defined(__F16C__)
+static inline float8 clf_vload_half8(size_t i, const __global half *p) {
+    return __builtin_ia32_vcvtph2ps256(as_short8(vload8(i, (const __global ushort *)p)));
+}
+#else
+#define clf_vload_half8 vload_half8
+#endif
+#if defined(__clang__) && defined(__AVX512F__)
+static inline float16 clf_vload_half16(size_t i, const __global half *p) {
+    return __builtin_ia32_vcvtph2ps512_mask(as_short16(vload16(i, (const __global ushort *)p)),
+                                            (float16)(0.0f), (ushort)0xffff, 4);
+}
+#else
+#define clf_vload_half16 vload_half16
+#endif
 /* A whole private float[VW] as one vector (vloadN/vstoreN on private memory; width 1: the element).
  */
 #define PRIV_VLOAD(a)           CLF_CAT(clf_priv_vload, VW)(a)

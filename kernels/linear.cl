@@ -221,6 +221,8 @@ typedef struct packed_args {
 #if DT_BLOCK > 1
     const __global int *xq; /* linear_packed_xq: x from quantize_x (linear_int.cl), else NULL */
     const __global float *xm;
+    const __local int *lq; /* linear_packed_lq: x quantized by the work-group, else NULL */
+    const __local float *lm;
 #endif
 } packed_args;
 
@@ -229,13 +231,18 @@ typedef struct packed_args {
  * linear_rows) computes rows R g .. + R - 1 of panel b; the bias and activation run on whole
  * vectors. R is PK_R in linear_packed; linear_packed_1, _2 and _4 are the same code at fewer
  * rows (a decode step: one token would otherwise also multiply PK_R - 1 rows of zeros),
- * specialized by inlining with R a constant.
+ * specialized by inlining with R a constant. x: X_ROWS, x's rows as floats; X_Q (linear_packed_xq),
+ * quantize_x's integers at a.xq; X_L (linear_packed_lq1, _2), the work-group's at a.lq. A
+ * constant too, so that each kernel holds its own path only (rusticl's compiler took minutes
+ * over a kernel holding all three).
  * Every loop over rows and vectors is unrolled by pragma: without it PoCL 3.1 (LLVM 15) kept the
  * R x PK_NV accumulators in a stack array, each FMA a load and a store (perf annotate on Zen 4),
  * and the kernel reached 29% of the native FMA rate at Transformer shapes; unrolled they live in
  * registers: 83-95%. */
 
-static inline __attribute__((always_inline)) void packed_rows(const packed_args a, const int R) {
+enum { X_ROWS, X_Q, X_L };
+static inline __attribute__((always_inline)) void packed_rows(const packed_args a, const int R,
+                                                              const int xs) {
     const int pw = PK_NV * VW;
     const int rows = a.rows, in = a.in, out = a.out;
     const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1);
@@ -243,11 +250,16 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
     const int first = pid / (PK_GM * n0) * PK_GM;
     const int gm = min(n1 - first, PK_GM);
     const int within = pid % (PK_GM * n0);
+#if DT_BLOCK > 1
+    /* linear_packed_lq: a panel per work-item, the last group's items past the last panel idle */
+    const int b = xs == X_L ? (int)get_global_id(0) : within / gm;
+#else
     const int b = within / gm;
+#endif
     const int r0 = (first + within % gm) * R;
     const int nr = min(R, rows - r0);
-    if (nr <= 0) return;       /* never with the launch's grid; no barriers below */
-    floatV acc[XR_MAX][PK_NV]; /* R <= that in every kernel below */
+    if (nr <= 0 || b * pw >= out) return; /* no barriers below */
+    floatV acc[XR_MAX][PK_NV];            /* R <= that in every kernel below */
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -280,13 +292,20 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
 #pragma unroll
             for (int j = 0; j < PK_NV; j++)
                 s[j] = dt_panel_sm(pb, pw, g, j * VW, &m[j]);
-            if (a.xq) {
+            if (xs == X_Q) {
                 /* Many rows in integers, x quantized by quantize_x (Q4_K, Q6_K: groups g and g + 1
                  * at even g) */
                 if (XQ_STEP == 1 || !(g & 1))
-                    xq_group(pb, pw, a.xq + (long)r0 * (in / 32) * 16,
-                             a.xm + (long)r0 * (in / 32) * 4, (j0 * DT_BLOCK + g * DT_SUB) / 32,
-                             in / 32, nr, g, R, s, m, acc);
+                    xq_group___global(
+                        pb, pw, a.xq + (long)r0 * (in / 32) * 16, a.xm + (long)r0 * (in / 32) * 4,
+                        (j0 * DT_BLOCK + g * DT_SUB) / 32, in / 32, nr, g, R, s, m, acc);
+                continue;
+            }
+            if (xs == X_L) {
+                /* Few rows in integers, x quantized by the work-group (r0 is 0) */
+                if (XQ_STEP == 1 || !(g & 1))
+                    xq_group___local(pb, pw, a.lq, a.lm, (j0 * DT_BLOCK + g * DT_SUB) / 32, in / 32,
+                                     nr, g, R, s, m, acc);
                 continue;
             }
             if (R <= 2 && QX) {
@@ -407,6 +426,13 @@ __kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const 
 }
 #endif
 
+/* A packed kernel's arguments (linear_packed's) as packed_args for batch matrix t, x's rows from
+ * xt, then the members past out (block types: the quantized x's sources). */
+#define PACKED_ARGS(xt, t, ...)                                                                    \
+    {                                                                                              \
+        (xt), x_rs, x_ks, rows, wp + (t)*wp_bs, bias, has_bias, act, y + y_off + (t)*y_bs, y_rs,   \
+            alpha, beta, in, out, __VA_ARGS__                                                      \
+    }
 #define LINEAR_PACKED(name, R)                                                                     \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void name(                             \
         const __global float *x, const long x_off, const long x_rs, const long x_ks,               \
@@ -415,28 +441,15 @@ __kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const 
         const long y_off, const long y_rs, const long y_bs, const float alpha, const float beta,   \
         const int in, const int out) {                                                             \
         const long t = get_group_id(2);                                                            \
-        const packed_args a = {x + x_off + t * x_bs,                                               \
-                               x_rs,                                                               \
-                               x_ks,                                                               \
-                               rows,                                                               \
-                               wp + t * wp_bs,                                                     \
-                               bias,                                                               \
-                               has_bias,                                                           \
-                               act,                                                                \
-                               y + y_off + t * y_bs,                                               \
-                               y_rs,                                                               \
-                               alpha,                                                              \
-                               beta,                                                               \
-                               in,                                                                 \
-                               out PACKED_XQ_NONE};                                                \
-        packed_rows(a, (R));                                                                       \
+        const packed_args a = PACKED_ARGS(x + x_off + t * x_bs, t, PACKED_XQ_NONE);                \
+        packed_rows(a, (R), X_ROWS);                                                               \
     }
 #if DT_BLOCK == 1
 #define PANEL_T        stype
 #define PACKED_XQ_NONE /* no members */
 #else
 #define PANEL_T        uchar
-#define PACKED_XQ_NONE , NULL, NULL
+#define PACKED_XQ_NONE NULL, NULL, NULL, NULL
 #endif
 LINEAR_PACKED(linear_packed, PK_R)
 LINEAR_PACKED(linear_packed_1, 1)
@@ -451,10 +464,55 @@ linear_packed_xq(const __global int *xq, const long xm_off, const int rows,
                  const int act, __global float *y, const long y_off, const long y_rs, const int in,
                  const int out) {
     const __global float *xm = (const __global float *)(xq + xm_off);
-    const packed_args a = {NULL,      0,    0,    rows, wp, bias, has_bias, act,
-                           y + y_off, y_rs, 1.0f, 0.0f, in, out,  xq,       xm};
-    packed_rows(a, QR);
+    const packed_args a = {NULL, 0,    0,    rows, wp,  bias, has_bias, act,  y + y_off,
+                           y_rs, 1.0f, 0.0f, in,   out, xq,   xm,       NULL, NULL};
+    packed_rows(a, QR, X_Q);
 }
+
+/* Decoding (R = 1 or 2 rows, all of x's rows) of a block type in integers, a panel per work-item
+ * (the host's work-group: linear.LQ_WG): the group's work-items quantize x's groups of 32 in turn
+ * into lq (local memory, the layout of quantize_x: R in / 32 groups of 16 words, then as many of 4
+ * floats), then each multiplies its panel against them. linear_packed_1 and _2 quantize x in every
+ * work-item instead: a third of their instructions at Q4_0 (linear.LQ_WG). With has_norm, x is
+ * RMSNorm's input and the product takes its output, x rs ng (rs = 1 / sqrt(mean(x^2) + eps), the
+ * sum as rmsnorm_rows takes it, by every work-item): the norm's launch fused. Arguments as
+ * linear_packed's, then those and lq. */
+#define LINEAR_PACKED_LQ(name, R)                                                                  \
+    __kernel void name(const __global float *x, const long x_off, const long x_rs,                 \
+                       const long x_ks, const long x_bs, const int rows, const __global uchar *wp, \
+                       const long wp_bs, const __global float *bias, const int has_bias,           \
+                       const int act, __global float *y, const long y_off, const long y_rs,        \
+                       const long y_bs, const float alpha, const float beta, const int in,         \
+                       const int out, const __global float *ng, const int has_norm,                \
+                       const float eps, __local int *lq) {                                         \
+        const long t = get_group_id(2);                                                            \
+        const int groups = in / 32;                                                                \
+        __local float *lm = (__local float *)(lq + (R)*groups * 16);                               \
+        const __global float *xt = x + x_off + t * x_bs;                                           \
+        float rs[R];                                                                               \
+        _Pragma("unroll") for (int r = 0; r < (R); r++) {                                          \
+            rs[r] = 1.0f;                                                                          \
+            if (has_norm) {                                                                        \
+                const __global float *xr = xt + min(r, rows - 1) * x_rs;                           \
+                float s2 = 0.0f;                                                                   \
+                for (int c = 0; c < in / VW; c++) {                                                \
+                    const floatV z = VLOAD(c, xr);                                                 \
+                    s2 += HSUM(z * z);                                                             \
+                }                                                                                  \
+                rs[r] = rsqrt(s2 / (float)in + eps);                                               \
+            }                                                                                      \
+        }                                                                                          \
+        for (int i = (int)get_local_id(0); i < (R)*groups; i += (int)get_local_size(0)) {          \
+            const int r = min(i / groups, rows - 1), c = i % groups;                               \
+            xq_put___local(xt + r * x_rs + 32 * c, has_norm ? ng + 32 * c : NULL,                  \
+                           (R) == 1 || r == 0 ? rs[0] : rs[(R)-1], lq + 16 * i, lm + 4 * i);       \
+        }                                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        const packed_args a = PACKED_ARGS(xt, t, NULL, NULL, lq, lm);                              \
+        packed_rows(a, (R), X_L);                                                                  \
+    }
+LINEAR_PACKED_LQ(linear_packed_lq1, 1)
+LINEAR_PACKED_LQ(linear_packed_lq2, 2)
 #endif
 #endif /* DT_BLOCK == 1 || VW == 8 || VW == 16 */
 

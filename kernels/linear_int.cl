@@ -11,11 +11,13 @@
  * rounds. Each element of x moves by at most dx / 2, so an output moves by at most
  * sum |w| max |x_32| / (2 XQMAX) against the float sums (test_dtypes holds every path to it).
  *   pairs_group: one or two rows (decoding), x quantized by the work-item itself.
- *   quantize_x / xq_group: many rows (linear.QROWS), x quantized once per call by quantize_x
- *             into the context's scratch, then read by every panel's work-items.
+ *   quantize_x / xq_group___global: many rows (linear.QROWS), x quantized once per call by
+ *             quantize_x into the context's scratch, then read by every panel's work-items.
+ *   xq_put___local / xq_group___local: one or two rows (linear.LQ_WG), x quantized once per
+ *             work-group of LQ_WG panels into local memory (linear.cl, linear_packed_lq).
  * x is contiguous (block types come from clf_linear only; the host checks).
  *
- * Tunables (also read by linear.cl): VW, PK_R, PK_NV, QX, VNNI; DT per call.
+ * Tunables (also read by linear.cl): VW, PK_R, PK_NV, QX, QR, VNNI; DT per call.
  */
 #ifndef VW
 #define VW 16 /* floats per work-item */
@@ -66,13 +68,18 @@
 #define XQMAX 32767.0f
 #endif
 
-/* The 32 floats at x as integers: int16 pairs pa[t] = (xi[4t], xi[4t + 2]) and pb[t] = (xi[4t +
+/* The 32 floats at x (g not NULL: x rs g, RMSNorm's output with rs its 1 / rms and g its
+ * gamma at the same 32) as integers: int16 pairs pa[t] = (xi[4t], xi[4t + 2]) and pb[t] = (xi[4t +
  * 1], xi[4t + 3]), t < 8, each the 16-bit halves of a word (XQ8: pa[t] the bytes xi[4t .. 4t + 3],
  * pb unused), their scale *dx and dx times the sums of xi: ds[0] over elements 0 .. 15, ds[1]
  * over 16 .. 31, ds[2] over all 32. */
-CLF_ALWAYS_INLINE void xq_quantize(const __global float *x, int *pa, int *pb, float *dx,
-                                   float *ds) {
-    const float16 x0 = vload16(0, x), x1 = vload16(1, x);
+CLF_ALWAYS_INLINE void xq_quantize(const __global float *x, const __global float *g, const float rs,
+                                   int *pa, int *pb, float *dx, float *ds) {
+    float16 x0 = vload16(0, x), x1 = vload16(1, x);
+    if (g) { /* RMSNorm's output, as layernorm.cl's rmsnorm_rows computes it: x rs gamma */
+        x0 = x0 * rs * vload16(0, g);
+        x1 = x1 * rs * vload16(1, g);
+    }
     /* max |x| as integers (the order of non-negative floats); xi rounded to nearest even by
      * adding 1.5 2^23 in the FMA (|x / dx| <= XQMAX: the sum's low mantissa bits are xi): a few
      * instructions, where fmax, rint and convert_int_rte compile to NaN and rounding fix-ups in
@@ -256,9 +263,27 @@ CLF_ALWAYS_INLINE void pairs_group(const __global uchar *pb, const int pw,
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int n = 0; n < NX; n++)
-            xq_quantize(xr[r] + k0 + 32 * n, &pa[r][8 * n], &pbb[r][8 * n], &dx[r][n], ds[r][n]);
+            xq_quantize(xr[r] + k0 + 32 * n, NULL, 1.0f, &pa[r][8 * n], &pbb[r][8 * n], &dx[r][n],
+                        ds[r][n]);
     group_sum(pb, pw, g, R, pa, pbb, dx, ds, s, m, acc);
 }
+
+/* x's 32 floats at x (g, rs: xq_quantize) quantized and stored for xq_group: 16 words at q (pa,
+ * then pb; int8: pa only) and dx, ds[0..2] as floats at m, in address space AS (__global:
+ * quantize_x; __local: linear_packed_lq). */
+#define XQ_PUT(AS)                                                                                 \
+    CLF_ALWAYS_INLINE void xq_put_##AS(const __global float *x, const __global float *g,           \
+                                       const float rs, AS int *q, AS float *m) {                   \
+        int pa[8], pbb[8];                                                                         \
+        float dx, ds[3];                                                                           \
+        xq_quantize(x, g, rs, pa, pbb, &dx, ds);                                                   \
+        vstore8(vload8(0, pa), 0, q);                                                              \
+        if (!XQ8) vstore8(vload8(0, pbb), 1, q);                                                   \
+        vstore4((float4)(dx, ds[0], ds[1], ds[2]), 0, m);                                          \
+    }
+XQ_PUT(__global)
+XQ_PUT(__local)
+#undef XQ_PUT
 
 /* Many rows: x (rows, in), row stride x_rs, quantized once: group c of row r as 16 words at
  * xq[(r in / 32 + c) 16] (pa, then pb) and dx, ds[0..2] as floats at xm[(r in / 32 + c) 4],
@@ -268,38 +293,35 @@ __kernel void quantize_x(const __global float *x, const long x_off, const long x
     __global float *xm = (__global float *)(xq + xm_off);
     const int c = (int)get_global_id(0);
     const long r = get_global_id(1), i = r * (in / 32) + c;
-    int pa[8], pbb[8];
-    float dx, ds[3];
-    xq_quantize(x + x_off + r * x_rs + 32 * c, pa, pbb, &dx, ds);
-    vstore8(vload8(0, pa), 0, xq + 16 * i);
-    vstore8(vload8(0, pbb), 1, xq + 16 * i);
-    vstore4((float4)(dx, ds[0], ds[1], ds[2]), i, xm);
+    xq_put___global(x + x_off + r * x_rs + 32 * c, NULL, 1.0f, xq + 16 * i, xm + 4 * i);
 }
 
-/* One call (XQ_STEP scale groups) of R rows from quantize_x's output: x groups c .. c + NX - 1
- * of the work-item's first row at xq, xm, rows rs groups apart (rows past the last read the
- * last: nr rows are real). */
-CLF_ALWAYS_INLINE void xq_group(const __global uchar *pb, const int pw, const __global int *xq,
-                                const __global float *xm, const int c, const int rs, const int nr,
-                                const int g, const int R, const floatV *s, const floatV *m,
-                                floatV (*acc)[PK_NV]) {
-    int pa[XR_MAX][16], pbb[XR_MAX][16];
-    float dx[XR_MAX][NX], ds[XR_MAX][NX][3];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int n = 0; n < NX; n++) {
-            const long i = (long)min(r, nr - 1) * rs + c + n;
-            vstore8(vload8(0, xq + 16 * i), 0, &pa[r][8 * n]);
-            vstore8(vload8(1, xq + 16 * i), 0, &pbb[r][8 * n]);
-            const float4 v = vload4(i, xm);
-            dx[r][n] = v.x;
-            ds[r][n][0] = v.y;
-            ds[r][n][1] = v.z;
-            ds[r][n][2] = v.w;
-        }
-    group_sum(pb, pw, g, R, pa, pbb, dx, ds, s, m, acc);
-}
+/* One call (XQ_STEP scale groups) of R rows from xq_put's output in address space AS: x groups
+ * c .. c + NX - 1 of the work-item's first row at xq, xm, rows rs groups apart (rows past the
+ * last read the last: nr rows are real). */
+#define XQ_GROUP(AS)                                                                               \
+    CLF_ALWAYS_INLINE void xq_group_##AS(const __global uchar *pb, const int pw, const AS int *xq, \
+                                         const AS float *xm, const int c, const int rs,            \
+                                         const int nr, const int g, const int R, const floatV *s,  \
+                                         const floatV *m, floatV(*acc)[PK_NV]) {                   \
+        int pa[XR_MAX][16], pbb[XR_MAX][16];                                                       \
+        float dx[XR_MAX][NX], ds[XR_MAX][NX][3];                                                   \
+        _Pragma("unroll") for (int r = 0; r < R; r++)                                              \
+            _Pragma("unroll") for (int n = 0; n < NX; n++) {                                       \
+            const long i = (long)min(r, nr - 1) * rs + c + n;                                      \
+            vstore8(vload8(0, xq + 16 * i), 0, &pa[r][8 * n]);                                     \
+            if (!XQ8) vstore8(vload8(1, xq + 16 * i), 0, &pbb[r][8 * n]);                          \
+            const float4 v = vload4(i, xm);                                                        \
+            dx[r][n] = v.x;                                                                        \
+            ds[r][n][0] = v.y;                                                                     \
+            ds[r][n][1] = v.z;                                                                     \
+            ds[r][n][2] = v.w;                                                                     \
+        }                                                                                          \
+        group_sum(pb, pw, g, R, pa, pbb, dx, ds, s, m, acc);                                       \
+    }
+XQ_GROUP(__global)
+XQ_GROUP(__local)
+#undef XQ_GROUP
 #undef CLF_ALWAYS_INLINE
 #undef CH
 #undef JT

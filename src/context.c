@@ -261,7 +261,8 @@ clf_status clf_context_warmup(clf_context *ctx) {
         const clf_prog_id prog = clf__kernel_defs[i].prog;
         if (prog == CLF_PROG_ATTENTION || prog == CLF_PROG_ATTENTION_LOCAL) continue;
         if (i == CLF_K_PACK_BLOCKS || i == CLF_K_UNPACK_BLOCKS || i == CLF_K_QUANTIZE_X ||
-            i == CLF_K_LINEAR_PACKED_XQ)
+            i == CLF_K_LINEAR_PACKED_XQ || i == CLF_K_LINEAR_PACKED_LQ1 ||
+            i == CLF_K_LINEAR_PACKED_LQ2)
             continue; /* block types' only: not in the F32 program */
         cl_kernel k;
         clf_status st = clf__kernel(ctx, (clf_kernel_id)i, &k);

@@ -49,8 +49,10 @@ typedef enum {
     CLF_K_LINEAR_PACKED_1, /* 1, 2 and 4 rows (fewer rows than PK_R: decoding) */
     CLF_K_LINEAR_PACKED_2,
     CLF_K_LINEAR_PACKED_4,
-    CLF_K_QUANTIZE_X,       /* x quantized per 32 for linear_packed_xq (linear.QROWS) */
-    CLF_K_LINEAR_PACKED_XQ, /* block panels against quantize_x's integers */
+    CLF_K_QUANTIZE_X,        /* x quantized per 32 for linear_packed_xq (linear.QROWS) */
+    CLF_K_LINEAR_PACKED_XQ,  /* block panels against quantize_x's integers */
+    CLF_K_LINEAR_PACKED_LQ1, /* block panels, 1 and 2 rows, x quantized by the work-group */
+    CLF_K_LINEAR_PACKED_LQ2,
     CLF_K_LINEAR_TILED,
     CLF_K_GET_ROWS, /* the embedding gather of a stored (quantized, F16) table */
     CLF_K_ATTENTION,
@@ -444,6 +446,9 @@ typedef struct clf_packed_call {
     int64_t y_off, y_rs, y_bs;
     float alpha, beta;
     int64_t in, out, batch;
+    cl_mem norm_g; /* (in): x is RMSNorm's input, the product takes x rs norm_g (linear_packed_lq),
+                    * or NULL */
+    float eps;
 } clf_packed_call;
 clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c);
 /* Packs `batch` matrices W_t (out, in), W_t[o][k] at w + off + t bs + o os + k ks, into panels
@@ -451,16 +456,28 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c);
 clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t off, int64_t os,
                             int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
                             cl_mem wp);
+/* What a packed block-type linear of one or two rows (decoding) fuses: g not NULL, an RMSNorm of
+ * x (its gamma (in) and eps) before the product, the norm's launch saved; acc, y += the result
+ * (beta 1: the residual add). Only where clf__linear_fuses says so. */
+typedef struct clf_lin_fuse {
+    const clf_tensor *g;
+    float eps;
+    int acc;
+} clf_lin_fuse;
+/* Packed weights wp of rows rows of x take clf_lin_fuse (linear_packed_lq1, _2). */
+bool clf__linear_fuses(const clf_context *ctx, const clf_tensor *wp, int64_t rows);
+/* f: NULL, or what to fuse (clf__linear_fuses has said yes). */
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
-                              clf_tensor *y);
+                              clf_tensor *y, const clf_lin_fuse *f);
 /* One part of a stack of linear weights of different types (models: a GGUF file's Q4_K attn_q
  * and attn_k beside a Q6_K attn_v): y[r, col + o] = act(x W^T + bias)[r, o] for the out outputs
  * of w (out, in) or its packed panels, into y (..., Y) whose other columns are left as they are.
  * act is identity or ReLU (the caller runs any other once over all of y); clformer's kernels
  * only (CLBlast writes whole rows). The caller has checked the shapes. */
 clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_tensor *w, int64_t out,
-                            const clf_tensor *bias, clf_activation act, clf_tensor *y, int64_t col);
+                            const clf_tensor *bias, clf_activation act, clf_tensor *y, int64_t col,
+                            const clf_lin_fuse *f);
 /* Validates a whole safetensors file held in memory, as clf_safetensors_open does (host-only;
  * for fuzzing). */
 clf_status clf__safetensors_check(const unsigned char *data, size_t size, size_t *count,

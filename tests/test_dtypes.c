@@ -413,6 +413,111 @@ static void typed_shapes_qx(int level, int64_t qx) {
     CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
 }
 
+/* The same kernels' fusions (clf_lin_fuse: a decoding Llama block's): y = y0 + W (x rs g), x the
+ * norm's input, rs = 1 / sqrt(mean(x^2) + eps), against the double reference on the dequantized
+ * weights. The bound is typed_case's on the normalized x, plus the float norm's own rounding
+ * (the sum of squares, rsqrt's 2 ulp, two products: (in / 2 + 6) 2^-24 relative) and the add. */
+static void typed_fused_case(int64_t rows, int64_t in, int64_t out) {
+    int64_t xs[2] = {rows, in}, ws[2] = {out, in}, ys[2] = {rows, out};
+    size_t wbytes;
+    unsigned char *wq = random_weights(g_type, out, in, &wbytes);
+    float *x = rng_floats(rows * in), *g = rng_floats(in), *y0 = rng_floats(rows * out),
+          *w = malloc(sizeof(float) * out * in);
+    const float eps = 1e-5f;
+    assert_int_equal(clf_dequantize(g_type, wq, wbytes, w, out * in, NULL), CLF_SUCCESS);
+    double *xn = malloc(sizeof(double) * (size_t)(rows * in));
+    float *xnf = malloc(sizeof(float) * (size_t)(rows * in));
+    for (int64_t r = 0; r < rows; r++) {
+        double s2 = 0.0;
+        for (int64_t k = 0; k < in; k++)
+            s2 += (double)x[r * in + k] * x[r * in + k];
+        const double rs = 1.0 / sqrt(s2 / (double)in + eps);
+        for (int64_t k = 0; k < in; k++) {
+            xn[r * in + k] = x[r * in + k] * rs * g[k];
+            xnf[r * in + k] = (float)xn[r * in + k];
+        }
+    }
+    const double xstep = g_qx8 && g_type != CLF_Q8_0 ? 254.0 : 65534.0;
+    clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *tg = tensor_from(CLF_F32, 1, &in, g);
+    clf_tensor *tw = NULL, *tp = NULL;
+    CLF_OK(clf_tensor_create(g_ctx, g_type, 2, ws, &tw));
+    CLF_OK(clf_tensor_write(tw, wq, wbytes));
+    CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
+    assert_true(clf__linear_fuses(g_ctx, tp, rows));
+    for (int acc = 0; acc <= 1; acc++) {
+        clf_tensor *ty = acc ? tensor_from(CLF_F32, 2, ys, y0) : tensor_poisoned(CLF_F32, 2, ys);
+        const clf_lin_fuse f = {tg, eps, acc};
+        CLF_OK(clf__linear_packed(g_ctx, tx, tp, out, NULL, CLF_ACT_IDENTITY, ty, &f));
+        float *got = tensor_to_host(ty);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < out; j++) {
+                double want = acc ? y0[r * out + j] : 0.0, mag = 0.0, xq = 0.0;
+                for (int64_t k = 0; k < in; k++) {
+                    want += xn[r * in + k] * w[j * in + k];
+                    mag += fabs(xn[r * in + k] * w[j * in + k]);
+                }
+                for (int64_t k0 = 0; k0 < in; k0 += 32) {
+                    double amax = 0.0, sw = 0.0;
+                    for (int64_t k = k0; k < k0 + 32; k++) {
+                        amax = fmax(amax, fabs((double)xnf[r * in + k]));
+                        sw += fabs((double)w[j * in + k]);
+                    }
+                    xq += sw * amax / xstep;
+                }
+                const double tol =
+                    1.13 * ((double)(in + 7 + in / 2 + 6) * 0x1p-24 * mag + xq) + 1e-7 +
+                    4.76837158203125e-7 * (fabs(want) + (acc ? fabs(y0[r * out + j]) : 0.0));
+                const double gv = (double)got[r * out + j];
+                if (!(fabs(gv - want) <= tol))
+                    fail_msg("fused linear %s (%lld x %lld -> %lld) acc %d [%lld, %lld]: got %.9g "
+                             "want %.9g (tol %.3g)",
+                             clf_dtype_name(g_type), (long long)rows, (long long)in, (long long)out,
+                             acc, (long long)r, (long long)j, gv, want, tol);
+            }
+        free(got);
+        clf_tensor_free(ty);
+    }
+    free(wq);
+    free(x);
+    free(g);
+    free(y0);
+    free(w);
+    free(xn);
+    free(xnf);
+    clf_tensor_free(tx);
+    clf_tensor_free(tg);
+    clf_tensor_free(tw);
+    clf_tensor_free(tp);
+}
+
+/* Block types at one and two rows with x quantized once per work-group (linear_packed_lq1, _2):
+ * groups of 4 panels (linear.LQ_MIN 0: whatever the outputs), x in int16 and int8, outputs
+ * over one panel and over several groups with the last one partial, alone and with the fused norm
+ * and add, restoring the tunables. all 0 (the devices whose defaults do not pack: rusticl,
+ * Oclgrind, whose compilers take long over these kernels): int16 x at one row, int8 x at two. */
+static void typed_lq(int level, int all) {
+    static const char *names[] = {"linear.LQ_WG", "linear.LQ_MIN", "linear.QX"};
+    int64_t saved[3];
+    for (int i = 0; i < 3; i++)
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &saved[i]));
+    const int64_t b = clf_dtype_block(g_type), in = b == 32 ? 3 * b : 2 * b;
+    static const int64_t outs[2] = {77, 19};
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.LQ_MIN", 0));
+    CLF_OK(clf_context_set_tunable(g_ctx, "linear.LQ_WG", 4));
+    for (int q = 1; q <= 2; q++) {
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", q));
+        g_qx8 = q == 2;
+        for (int64_t rows = 1; rows <= 2; rows++)
+            for (int o = 0; o < (level == 2 ? 1 : 2) && (all || rows == q); o++) {
+                typed_case(rows, in, outs[o]);
+                typed_fused_case(rows, in, outs[o]);
+            }
+    }
+    g_qx8 = 0;
+    for (int i = 0; i < 3; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], saved[i]));
+}
+
 /* Every type through linear_rows in four tunable styles (SK_ROWS, SK_OPI, SK_LW, VW, SK_GM:
  * the device's, a GPU's, an odd one with scalar loads, and vectors of 16 with work-items
  * sharing a row: block types' chunk path, dt_chunk32, on every device), then linear_tiled, then
@@ -465,11 +570,15 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
         typed_shapes(level ? 2 : 1);
-        /* the few rows in floats (linear.QX 0) in that style */
+        /* the few rows in floats (linear.QX 0) in that style, then in integers with x quantized
+         * once per work-group */
         int64_t qx;
         CLF_OK(clf_context_get_tunable(g_ctx, "linear.QX", &qx));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", 0));
         typed_shapes(level ? 2 : 1);
+        CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
+        const int packs = pk_defaults[0] && (pk_defaults[1] == 8 || pk_defaults[1] == 16);
+        typed_lq(level, packs);
         /* Many rows in integers too (linear.QROWS 3: quantize_x, then linear_packed_xq at
          * 3 rows and more), x in int16 and, with linear.QX 2, in int8 for the few rows and the
          * many: x86's pmaddwd and pmaddubsw at the width these take on PoCL, the portable
@@ -498,10 +607,10 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         int64_t vnni;
         CLF_OK(clf_context_get_tunable(g_ctx, "linear.VNNI", &vnni));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", 3));
-        const int packs = pk_defaults[0] && (pk_defaults[1] == 8 || pk_defaults[1] == 16);
         for (int v = (int)vnni; packs && v >= 0; v--) {
             CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", v));
             typed_shapes_qx(level ? 2 : 1, qx);
+            typed_lq(level, 1);
         }
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.VNNI", vnni));
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QROWS", qrows));

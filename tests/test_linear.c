@@ -59,7 +59,7 @@ static void linear_case(int64_t lead, int64_t per, int64_t in, int64_t out) {
             clf_tensor *ty = tensor_poisoned(CLF_F32, 3, ys);
             if (g_packed == 1)
                 CLF_OK(clf__linear_packed(g_ctx, tx, tp, out, with_bias ? tb : NULL,
-                                          (clf_activation)act, ty));
+                                          (clf_activation)act, ty, NULL));
             else if (g_packed == 2)
                 CLF_OK(clf_linear_apply(g_ctx, tx, lw, with_bias ? tb : NULL, (clf_activation)act,
                                         ty));
@@ -191,9 +191,9 @@ static void test_linear_packed(void **state) {
     for (int i = 0; i < 4; i++)
         CLF_OK(clf_context_set_tunable(g_ctx, names[i], defaults[i]));
     if (defaults[1] * defaults[2] != 1)
-        assert_int_equal(clf__linear_packed(g_ctx, x, p, 9, NULL, CLF_ACT_IDENTITY, y),
+        assert_int_equal(clf__linear_packed(g_ctx, x, p, 9, NULL, CLF_ACT_IDENTITY, y, NULL),
                          CLF_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(clf__linear_packed(g_ctx, x, p, 10, NULL, CLF_ACT_IDENTITY, y),
+    assert_int_equal(clf__linear_packed(g_ctx, x, p, 10, NULL, CLF_ACT_IDENTITY, y, NULL),
                      CLF_ERROR_SHAPE_MISMATCH);
     float *after = tensor_to_host(y);
     for (int i = 0; i < 36; i++)
@@ -438,7 +438,7 @@ static void columns_case(int64_t rows, int packed) {
         CLF_OK(clf_tensor_write(tw, q, bytes));
         if (packed) CLF_OK(clf__linear_pack(g_ctx, tw, &tp));
         CLF_OK(clf__linear_cols(g_ctx, tx, tp ? tp : tw, outs[p], p == 1 ? NULL : tb,
-                                p == 2 ? CLF_ACT_RELU : CLF_ACT_IDENTITY, ty, cols[p]));
+                                p == 2 ? CLF_ACT_RELU : CLF_ACT_IDENTITY, ty, cols[p], NULL));
         free(q);
         clf_tensor_free(tw);
         clf_tensor_free(tp);

@@ -70,7 +70,7 @@ static void test_warmup_covers_calls(void **state) {
     clf_tensor_free(su);
     CLF_OK(clf_linear(c, x, w, bias, CLF_ACT_RELU, y)); /* 4 rows: linear_rows */
     CLF_OK(clf__linear_pack(c, w, &p));
-    CLF_OK(clf__linear_packed(c, x, p, 5, bias, CLF_ACT_IDENTITY, y));
+    CLF_OK(clf__linear_packed(c, x, p, 5, bias, CLF_ACT_IDENTITY, y, NULL));
     CLF_OK(clf_context_finish(c));
     CLF_OK(clf_context_cache_stats(c, &s1));
     assert_int_equal(s1.programs_built_from_source, s0.programs_built_from_source);

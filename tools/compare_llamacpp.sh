@@ -2,8 +2,10 @@
 # clformer against llama.cpp's CPU backend on the same GGUF files, in one run: prefill (a
 # 128-token prompt) and decode (32 tokens) tokens/s of clformer-generate (on the default or given
 # OpenCL device; --warmup: timed after one whole untimed run, as llama-bench times after its
-# warm-up) and of llama-bench (pp128, tg32, every core), interleaved run by run, medians and
-# ratios printed per type, with the CPU model and its vector ISA.
+# warm-up) and of llama-bench (pp128; tg32 at depth 128, where clformer's 32 steps follow its
+# prompt; every core), interleaved run by run, medians and ratios printed per type, with the CPU
+# model and its vector ISA. Both keep the KV cache in F16 (llama.cpp's default; its llama-bench
+# takes no F32 cache).
 #
 # The files: tools/make_bench_gguf.py writes clformer-bench's 124 M Llama shape in F16, and
 # llama-quantize --pure makes Q8_0, Q4_0 and Q4_K (Q4_K_S) files of it, every tensor in the one
@@ -22,6 +24,7 @@ py=${PYTHON:-python3}
 ver=${LLAMA_CPP_PYTHON:-0.3.36}
 types=q8_0,q4_0,q4_k
 reps=3
+cache=f16
 device=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -76,14 +79,15 @@ printf "%-5s %12s %12s %7s %12s %12s %7s\n" type "clf pp128" "llama pp128" ratio
 for t in ${types//,/ }; do
     f="$peers/gguf/bench_$t.gguf"
     # one untimed run each: clformer's program cache and the page cache warm
-    "$gen" "${device[@]}" --model "$f" --ids "$ids" --max-new-tokens 2 --print-ids >/dev/null 2>&1
+    "$gen" "${device[@]}" --cache "$cache" --model "$f" --ids "$ids" --max-new-tokens 2 --print-ids >/dev/null 2>&1
     cpp=() ctg=() lpp=() ltg=()
     for ((r = 0; r < reps; r++)); do
-        s=$("$gen" "${device[@]}" --model "$f" --ids "$ids" --max-new-tokens 33 --ignore-eos --print-ids --stats --warmup 2>&1 >/dev/null)
+        s=$("$gen" "${device[@]}" --cache "$cache" --model "$f" --ids "$ids" --max-new-tokens 33 --ignore-eos --print-ids --stats --warmup 2>&1 >/dev/null)
         cpp+=("$(echo "$s" | sed -n 's/^prompt: .*tokens, \([0-9.]*\) tokens\/s.*/\1/p')")
         ctg+=("$(echo "$s" | sed -n 's/^generated: .*tokens, \([0-9.]*\) tokens\/s.*/\1/p')")
-        j=$("$lb" -m "$f" -p 128 -n 32 -t "$threads" -r 1 -o csv 2>/dev/null)
+        j=$("$lb" -m "$f" -p 128 -n 0 -t "$threads" -ctk "$cache" -ctv "$cache" -r 1 -o csv 2>/dev/null)
         lpp+=("$(echo "$j" | "$py" -c 'import csv,sys; r=[x for x in csv.DictReader(sys.stdin) if int(x["n_prompt"])>0]; print(r[0]["avg_ts"])')")
+        j=$("$lb" -m "$f" -p 0 -n 32 -d 128 -t "$threads" -ctk "$cache" -ctv "$cache" -r 1 -o csv 2>/dev/null)
         ltg+=("$(echo "$j" | "$py" -c 'import csv,sys; r=[x for x in csv.DictReader(sys.stdin) if int(x["n_gen"])>0]; print(r[0]["avg_ts"])')")
     done
     a=$(printf "%s\n" "${cpp[@]}" | med) b=$(printf "%s\n" "${lpp[@]}" | med)
@@ -91,5 +95,5 @@ for t in ${types//,/ }; do
     awk -v t="$t" -v a="$a" -v b="$b" -v c="$c" -v d="$d" \
         'BEGIN {printf "%-5s %12.1f %12.1f %7.3f %12.1f %12.1f %7.3f\n", t, a, b, a / b, c, d, c / d}'
 done
-echo "(tokens/s, medians of $reps interleaved runs; llama-bench -t $threads, its tg32 from an empty"
-echo " context, clformer's 32 steps after the 128-token prompt)"
+echo "(tokens/s, medians of $reps interleaved runs; llama-bench -t $threads, its tg32 at depth 128 and"
+echo " clformer's 32 steps after the 128-token prompt; KV cache $cache in both)"

@@ -11,7 +11,9 @@
  * Fusions: Q | K | V is one projection, gate | up another (their weights stacked at load, split
  * into runs of one type where a GGUF file stores them in several: clf__load_stack), RoPE
  * runs once over the query and key heads, and each residual add is fused into the RMSNorm that
- * follows it (clf_rmsnorm writes the updated stream too).
+ * follows it (clf_rmsnorm writes the updated stream too). Decoding block-type weights on CPUs
+ * (clf__lin_fuses: one or two rows, linear_packed_lq) fuses further: W_o and down add their
+ * output into h themselves, and the projection after each norm computes the norm of h itself.
  */
 #include "lm.h"
 
@@ -189,6 +191,34 @@ static clf_status llama_norm(clf_context *ctx, const clf_lm *m, const clf_norm *
     return clf_rmsnorm(ctx, &ws->o, h, n->g, eps, h, x);
 }
 
+/* y = lin(RMSNorm(h) * g): fused where lin takes it (no sublayer output pending), else through
+ * x = llama_norm. */
+static clf_status llama_norm_lin(clf_context *ctx, const clf_lm *m, const clf_norm *n,
+                                 const clf_lin *lin, clf_lm_ws *ws, clf_tensor *y) {
+    if (!ws->pending && m->shard.size <= 1 &&
+        clf__lin_fuses(ctx, lin, ws->h.numel / m->cfg.info.hidden_size)) {
+        const clf_lin_fuse f = {n->g, m->cfg.norm_eps, 0};
+        return clf__lin_fused(ctx, &ws->h, lin, y, &f);
+    }
+    CLF_TRY(llama_norm(ctx, m, n, ws, &ws->h, &ws->x));
+    return clf__lin(ctx, &ws->x, lin, CLF_ACT_IDENTITY, y);
+}
+
+/* A sublayer's output lin(x) into the stream: added into h by lin itself where it takes that (no
+ * shards), else into o, pending for the next norm (a shard's partial sums summed first). */
+static clf_status llama_residual(clf_context *ctx, const clf_lm *m, const clf_lin *lin,
+                                 const clf_tensor *x, clf_lm_ws *ws) {
+    if (!ws->pending && m->shard.size <= 1 &&
+        clf__lin_fuses(ctx, lin, ws->h.numel / m->cfg.info.hidden_size)) {
+        const clf_lin_fuse f = {NULL, 0.0f, 1};
+        return clf__lin_fused(ctx, x, lin, &ws->h, &f);
+    }
+    CLF_TRY(clf__lin(ctx, x, lin, CLF_ACT_IDENTITY, &ws->o));
+    CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o)); /* a shard's partial sums: summed over shards */
+    ws->pending = 1;                             /* added into h by the next norm */
+    return CLF_SUCCESS;
+}
+
 static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_layer *l,
                               clf_tensor *kv, const int64_t *lengths, const int64_t *n_new,
                               clf_lm_ws *ws) {
@@ -196,20 +226,13 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
     clf_rope_params rp = clf_rope_default_params(in->heads + in->kv_heads, in->head_dim);
     rp.inv_freq = ws->freq;
     rp.positions = ws->offs; /* sequence b's new tokens from position length(b) */
-    CLF_TRY(llama_norm(ctx, m, &l->n1, ws, &ws->h, &ws->x));
-    CLF_TRY(clf__lin(ctx, &ws->x, &l->qkv, CLF_ACT_IDENTITY, &ws->qkv)); /* (B, T, q + 2 kv) */
-    CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));                               /* query and key heads */
-    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));             /* (B, T, q) */
-    CLF_TRY(clf__lin(ctx, &ws->att, &l->o, CLF_ACT_IDENTITY, &ws->o));
-    CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o)); /* a shard's partial sums: summed over shards */
-    ws->pending = 1;
-    CLF_TRY(llama_norm(ctx, m, &l->n2, ws, &ws->h, &ws->x));           /* h += o; x = norm(h) */
-    CLF_TRY(clf__lin(ctx, &ws->x, &l->up, CLF_ACT_IDENTITY, &ws->up)); /* (B, T, 2F) */
+    CLF_TRY(llama_norm_lin(ctx, m, &l->n1, &l->qkv, ws, &ws->qkv)); /* (B, T, q + 2 kv) */
+    CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));                          /* query and key heads */
+    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));        /* (B, T, q) */
+    CLF_TRY(llama_residual(ctx, m, &l->o, &ws->att, ws));           /* h += o */
+    CLF_TRY(llama_norm_lin(ctx, m, &l->n2, &l->up, ws, &ws->up));   /* (B, T, 2F) */
     CLF_TRY(clf_gated_act(ctx, &ws->up, NULL, CLF_ACT_SILU, &ws->mid));
-    CLF_TRY(clf__lin(ctx, &ws->mid, &l->down, CLF_ACT_IDENTITY, &ws->o));
-    CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o));
-    ws->pending = 1; /* added into h by the next norm */
-    return CLF_SUCCESS;
+    return llama_residual(ctx, m, &l->down, &ws->mid, ws);
 }
 
 const clf_lm_arch clf__lm_llama = {

@@ -448,26 +448,43 @@ clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_ten
 
 /* ---------------------------------------------------------------- forwards */
 
-clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
-                    clf_tensor *y) {
+static clf_status lin_with(clf_context *ctx, const clf_tensor *x, const clf_lin *l,
+                           clf_activation act, clf_tensor *y, const clf_lin_fuse *f) {
     if (!l->n_more) {
         if (l->w->ndim == 3)
-            return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y);
+            return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y, f);
         return clf_linear(ctx, x, l->w, l->b, act, y);
     }
     /* a split stack: each run into its columns; an activation other than ReLU once over all */
     const bool fused = act == CLF_ACT_IDENTITY || act == CLF_ACT_RELU;
     const clf_activation a = fused ? act : CLF_ACT_IDENTITY;
     int64_t col = l->out;
-    CLF_TRY(clf__linear_cols(ctx, x, l->w, l->out, l->b, a, y, 0));
+    CLF_TRY(clf__linear_cols(ctx, x, l->w, l->out, l->b, a, y, 0, f));
     for (int i = 0; i < l->n_more; i++) {
-        CLF_TRY(clf__linear_cols(ctx, x, l->more[i].w, l->more[i].out, l->more[i].b, a, y, col));
+        CLF_TRY(clf__linear_cols(ctx, x, l->more[i].w, l->more[i].out, l->more[i].b, a, y, col, f));
         col += l->more[i].out;
     }
     if (col != y->shape[y->ndim - 1])
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear stack: %lld outputs for %lld columns",
                          (long long)col, (long long)y->shape[y->ndim - 1]);
     return fused ? CLF_SUCCESS : clf_bias_act(ctx, y, NULL, act, y);
+}
+
+clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
+                    clf_tensor *y) {
+    return lin_with(ctx, x, l, act, y, NULL);
+}
+
+bool clf__lin_fuses(const clf_context *ctx, const clf_lin *l, int64_t rows) {
+    bool ok = clf__linear_fuses(ctx, l->w, rows);
+    for (int i = 0; ok && i < l->n_more; i++)
+        ok = clf__linear_fuses(ctx, l->more[i].w, rows);
+    return ok;
+}
+
+clf_status clf__lin_fused(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_tensor *y,
+                          const clf_lin_fuse *f) {
+    return lin_with(ctx, x, l, CLF_ACT_IDENTITY, y, f);
 }
 
 clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,

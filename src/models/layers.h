@@ -208,6 +208,11 @@ int64_t clf__tensor_bytes0(const clf_tensor *t);
 /* y = act(x W^T + b). */
 clf_status clf__lin(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
                     clf_tensor *y);
+/* Every run of l takes a fused norm or sum (clf_lin_fuse) at rows rows of x. */
+bool clf__lin_fuses(const clf_context *ctx, const clf_lin *l, int64_t rows);
+/* clf__lin with f fused (act identity); only where clf__lin_fuses says so. */
+clf_status clf__lin_fused(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_tensor *y,
+                          const clf_lin_fuse *f);
 /* y = LayerNorm(x + r) with n's weight and bias. */
 clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,
                          const clf_norm *n, float eps, clf_tensor *y);

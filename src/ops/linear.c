@@ -219,7 +219,7 @@ clf_status clf_linear_apply(clf_context *ctx, const clf_tensor *x, const clf_lin
         return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
                          "linear: prepared weights belong to another context");
     if (w->w->ndim == 2) return clf_linear(ctx, x, w->w, bias, act, y);
-    return clf__linear_packed(ctx, x, w->w, w->out, bias, act, y);
+    return clf__linear_packed(ctx, x, w->w, w->out, bias, act, y, NULL);
 }
 
 void clf_linear_weights_info(const clf_linear_weights *w, int64_t *out, int64_t *in, int *packed) {
@@ -263,8 +263,8 @@ clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t
 static clf_status unpacked(clf_context *ctx, const clf_packed_call *c, clf_packed_call *f) {
     *f = *c;
     const int64_t dq = clf__tun(ctx, CLF_T_LINEAR_DQ_ROWS);
-    if (clf_dtype_block(c->wtype) <= 1 || c->batch != 1 || dq <= 0 || c->rows < dq)
-        return CLF_SUCCESS;
+    if (clf_dtype_block(c->wtype) <= 1 || c->batch != 1 || dq <= 0 || c->rows < dq || c->norm_g)
+        return CLF_SUCCESS; /* a fused norm: linear_packed_lq1, _2 */
     const int64_t nv = clf__tun(ctx, CLF_T_LINEAR_PK_NV), pw = nv * clf__tun(ctx, CLF_T_LINEAR_VW);
     const int64_t nb = (c->out + pw - 1) / pw, nblk = c->in / clf_dtype_block(c->wtype);
     const double bytes = 4.0 * (double)(nb * pw) * (double)c->in;
@@ -327,6 +327,22 @@ static clf_status packed_xq(clf_context *ctx, const clf_packed_call *c) {
     return st;
 }
 
+/* One or two rows of a block type take linear_packed_lq1, _2 (x in integers, QX 1 or 2) where
+ * their quantized x, 80 bytes per 32 per row, fits the device's local memory: *bytes. */
+static bool lq_fits(const clf_context *ctx, clf_dtype wtype, int64_t rows, int64_t in,
+                    size_t *bytes) {
+    const int64_t R = clf__linear_packed_rows(ctx, rows);
+    *bytes = (size_t)(R * (in / 32) * 80);
+    return clf_dtype_block(wtype) > 1 && R <= 2 && rows <= R &&
+           clf__tun(ctx, CLF_T_LINEAR_QX) > 0 && *bytes <= ctx->info.local_mem_bytes;
+}
+
+bool clf__linear_fuses(const clf_context *ctx, const clf_tensor *wp, int64_t rows) {
+    size_t bytes;
+    return clf__tun(ctx, CLF_T_LINEAR_FUSE) && wp && wp->ndim == 3 &&
+           lq_fits(ctx, wp->dtype, rows, wp->shape[2], &bytes);
+}
+
 clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     clf_status st = check_sizes(ctx, call->rows, call->in, call->out);
     if (st == CLF_SUCCESS) st = clf__check_int(ctx, call->batch, "batch");
@@ -349,12 +365,31 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     if ((st = unpacked(ctx, call, &f)) != CLF_SUCCESS) return st;
     const clf_packed_call *c = &f;
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
-    const int64_t R = clf__linear_packed_rows(ctx, c->rows);
-    const clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
-                              : R == 1                              ? CLF_K_LINEAR_PACKED_1
-                              : R == 2                              ? CLF_K_LINEAR_PACKED_2
-                                                                    : CLF_K_LINEAR_PACKED_4;
+    const int64_t R = clf__linear_packed_rows(ctx, c->rows), panels = (c->out + pw - 1) / pw;
+    clf_kernel_id kid = R == clf__tun(ctx, CLF_T_LINEAR_PK_R) ? CLF_K_LINEAR_PACKED
+                        : R == 1                              ? CLF_K_LINEAR_PACKED_1
+                        : R == 2                              ? CLF_K_LINEAR_PACKED_2
+                                                              : CLF_K_LINEAR_PACKED_4;
     size_t local[3] = {1, 1, 1}; /* one work-item per group: reqd_work_group_size(1, 1, 1) */
+    /* One or two rows of a block type in integers: x quantized once per work-group of up to
+     * linear.LQ_WG panels (linear_packed_lq1, _2), the largest leaving linear.LQ_MIN groups per
+     * compute unit, where its quantized x fits local memory (lq_bytes); a fused norm takes them
+     * at any size */
+    size_t lq_bytes = 0, need;
+    if (lq_fits(ctx, c->wtype, c->rows, c->in, &need) && c->batch == 1) {
+        const int64_t cu = ctx->info.compute_units ? (int64_t)ctx->info.compute_units : 1,
+                      lmin = clf__tun(ctx, CLF_T_LINEAR_LQ_MIN);
+        int64_t wg = 1;
+        while (wg * 2 <= clf__tun(ctx, CLF_T_LINEAR_LQ_WG) && panels >= wg * 2 * lmin * cu)
+            wg *= 2;
+        if (wg > 1 || c->norm_g) {
+            kid = R == 1 ? CLF_K_LINEAR_PACKED_LQ1 : CLF_K_LINEAR_PACKED_LQ2;
+            local[0] = (size_t)wg; /* no reqd_work_group_size: the fit may make it smaller */
+            lq_bytes = need;
+        }
+    }
+    if (c->norm_g && !lq_bytes)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: a fused norm where none fuses");
     cl_kernel k;
     const clf_defines defs = weight_defs(c->wtype);
     if ((st = clf__kernel_fit(ctx, kid, &defs, 3, local, &k)) != CLF_SUCCESS) return st;
@@ -362,17 +397,20 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     cl_long x_off = c->x_off, x_rs = c->x_rs, x_ks = c->x_ks, x_bs = c->x_bs, wp_bs = c->wp_bs;
     cl_long y_off = c->y_off, y_rs = c->y_rs, y_bs = c->y_bs;
     cl_int rows = (cl_int)c->rows, has_bias = c->has_bias, act = c->act, in = (cl_int)c->in,
-           out = (cl_int)c->out;
-    float alpha = c->alpha, beta = c->beta;
+           out = (cl_int)c->out, has_norm = c->norm_g != NULL;
+    float alpha = c->alpha, beta = c->beta, eps = c->eps;
+    cl_mem ng = has_norm ? c->norm_g : c->wp;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &c->x, sizeof(cl_long), &x_off, sizeof(cl_long),
                        &x_rs, sizeof(cl_long), &x_ks, sizeof(cl_long), &x_bs, sizeof(cl_int), &rows,
                        sizeof(cl_mem), &c->wp, sizeof(cl_long), &wp_bs, sizeof(cl_mem), &bm,
                        sizeof(cl_int), &has_bias, sizeof(cl_int), &act, sizeof(cl_mem), &c->y,
                        sizeof(cl_long), &y_off, sizeof(cl_long), &y_rs, sizeof(cl_long), &y_bs,
                        sizeof(float), &alpha, sizeof(float), &beta, sizeof(cl_int), &in,
-                       sizeof(cl_int), &out, (size_t)0);
-    const size_t global[3] = {(size_t)((c->out + pw - 1) / pw), (size_t)((c->rows + R - 1) / R),
-                              (size_t)c->batch};
+                       sizeof(cl_int), &out, lq_bytes ? sizeof(cl_mem) : (size_t)0, &ng,
+                       sizeof(cl_int), &has_norm, sizeof(float), &eps, lq_bytes, NULL,
+                       (size_t)0); /* linear_packed_lq's arguments, or 0: the list ends */
+    const size_t global[3] = {((size_t)panels + local[0] - 1) / local[0] * local[0],
+                              (size_t)((c->rows + R - 1) / R), (size_t)c->batch};
     if (st == CLF_SUCCESS) st = clf__launch(ctx, kid, k, 3, global, local);
     return st;
 }
@@ -438,8 +476,18 @@ int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows) {
 /* clf__linear_packed into columns y_off .. y_off + out - 1 of y, rows y_rs apart. */
 static clf_status packed_into(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
-                              clf_tensor *y, int64_t y_off, int64_t y_rs) {
+                              clf_tensor *y, int64_t y_off, int64_t y_rs, const clf_lin_fuse *f) {
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
+    if (f && !clf__linear_fuses(ctx, wp, rows))
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: a fused norm or sum where none fuses");
+    if (f && f->g) {
+        clf_status st = clf__check_tensor(ctx, f->g, "norm weight", CLF_F32);
+        if (st != CLF_SUCCESS) return st;
+        if (f->g->numel != in)
+            return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                             "linear: a norm weight of %lld for inputs of %lld",
+                             (long long)f->g->numel, (long long)in);
+    }
     const clf_packed_call c = {.x = x->mem,
                                .x_rs = in,
                                .x_ks = 1,
@@ -453,15 +501,18 @@ static clf_status packed_into(clf_context *ctx, const clf_tensor *x, const clf_t
                                .y_off = y_off,
                                .y_rs = y_rs,
                                .alpha = 1.0f,
+                               .beta = f && f->acc ? 1.0f : 0.0f,
                                .in = in,
                                .out = out,
-                               .batch = 1};
+                               .batch = 1,
+                               .norm_g = f && f->g ? f->g->mem : NULL,
+                               .eps = f ? f->eps : 0.0f};
     return clf__packed_run(ctx, &c);
 }
 
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
-                              clf_tensor *y) {
+                              clf_tensor *y, const clf_lin_fuse *f) {
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
     if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
@@ -492,18 +543,20 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          "(linear.PK_NV x linear.VW) say %lld: pack them again",
                          (long long)wp_pw, (long long)pw);
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    return packed_into(ctx, x, wp, out, bias, act, y, 0, out);
+    return packed_into(ctx, x, wp, out, bias, act, y, 0, out, f);
 }
 
 clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_tensor *w, int64_t out,
-                            const clf_tensor *bias, clf_activation act, clf_tensor *y,
-                            int64_t col) {
+                            const clf_tensor *bias, clf_activation act, clf_tensor *y, int64_t col,
+                            const clf_lin_fuse *f) {
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in, y_rs = y->shape[y->ndim - 1];
     if (act != CLF_ACT_IDENTITY && act != CLF_ACT_RELU)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): identity or ReLU only");
     if (col < 0 || col + out > y_rs || y->numel / y_rs != rows)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): outside y");
-    if (w->ndim == 3) return packed_into(ctx, x, w, out, bias, act, y, col, y_rs);
+    if (w->ndim == 3) return packed_into(ctx, x, w, out, bias, act, y, col, y_rs, f);
+    if (f)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: a fused norm or sum where none fuses");
     if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) || !clf__tun(ctx, CLF_T_LINEAR_TILED))
         return linear_rows(ctx, x, rows, in, w, bias, act, y, out, col, y_rs);
     return linear_tiled(ctx, x, rows, in, w, bias, act, y, out, col, y_rs);
