@@ -78,7 +78,9 @@ sample_rows(const __global float *logits, /* (rows, V) */
     {
         /* top-k: the largest key kt with at least top_k scores >= kt */
         int kt = INT_MIN;
-        if (top_k > 0 && top_k < V) {
+        if (top_k == 1) /* the largest (greedy): no bisection */
+            kt = key_of(m);
+        else if (top_k > 0 && top_k < V) {
             long lo = INT_MIN, hi = INT_MAX;
             for (int it = 0; it < 32; it++) { /* a fixed count: 2^32 keys (PoCL: uniform loop) */
                 const long mid = lo + (hi - lo + 1) / 2;
@@ -92,11 +94,14 @@ sample_rows(const __global float *logits, /* (rows, V) */
             }
             kt = (int)lo;
         }
+        /* a kept score's weight exp(s - m): 1 exactly for each of top-k 1's maxima */
+#define WEIGHT(s) (top_k == 1 ? 1.0f : exp((s)-m))
         float z = 0.0f;
-        for (int i = i0; i < i1; i++) {
-            const float s = score_at(lr, sr, has_seen, i, penalty, inv_t);
-            if (key_of(s) >= kt) z += exp(s - m);
-        }
+        if (top_p < 1.0f) /* the mass, for top-p only */
+            for (int i = i0; i < i1; i++) {
+                const float s = score_at(lr, sr, has_seen, i, penalty, inv_t);
+                if (key_of(s) >= kt) z += WEIGHT(s);
+            }
         z = group_sum(redf, t, z);
         /* top-p: the smallest key t0 >= kt whose mass of larger kept scores is < top_p */
         int cut = kt;
@@ -107,7 +112,7 @@ sample_rows(const __global float *logits, /* (rows, V) */
                 float above = 0.0f;
                 for (int i = i0; i < i1; i++) {
                     const float s = score_at(lr, sr, has_seen, i, penalty, inv_t);
-                    if (key_of(s) > mid && key_of(s) >= kt) above += exp(s - m);
+                    if (key_of(s) > mid && key_of(s) >= kt) above += WEIGHT(s);
                 }
                 if (group_sum(redf, t, above) < top_p * z)
                     hi = mid;
@@ -122,7 +127,7 @@ sample_rows(const __global float *logits, /* (rows, V) */
         for (int i = i0; i < i1; i++) {
             const float s = score_at(lr, sr, has_seen, i, penalty, inv_t);
             if (key_of(s) >= cut) {
-                mine += exp(s - m);
+                mine += WEIGHT(s);
                 last = i;
             }
         }
@@ -140,12 +145,13 @@ sample_rows(const __global float *logits, /* (rows, V) */
             for (int i = i0; i < i1 && pick == V; i++) {
                 const float s = score_at(lr, sr, has_seen, i, penalty, inv_t);
                 if (key_of(s) >= cut) {
-                    acc += exp(s - m);
+                    acc += WEIGHT(s);
                     if (r < acc) pick = i;
                 }
             }
             if (pick == V) pick = last; /* rounding at the chunk's end */
         }
+#undef WEIGHT
         pick = group_imin(redi, t, pick);
         if (pick == V) pick = -group_imin(redi, t, -last); /* r at the very end: the last kept */
         chosen = pick;

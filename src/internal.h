@@ -401,6 +401,11 @@ clf_status clf__profile_event(clf_context *ctx, cl_event ev, int slot);
 /* clf_tensor_write without waiting: host must stay unchanged until *ev (set) completes; the
  * caller waits on and releases it. Later commands of the (in-order) queue see the data. */
 clf_status clf__tensor_write_async(clf_tensor *t, const void *host, size_t bytes, cl_event *ev);
+/* clf_embedding; in_range 1: the ids are known to be in the vocabulary (written from checked host
+ * values), so they are not read back to be checked. */
+clf_status clf__embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
+                          float scale, int add_posenc, int64_t pos_offset, clf_tensor *out,
+                          int in_range);
 /* Maps a CLBlast status (OpenCL codes pass through) to a clf_status with a detail message. */
 clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a

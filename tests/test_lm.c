@@ -83,7 +83,10 @@ static void forward_and_incremental_case(const char *name, clf_lm *m, const clf_
     for (int t = 4; t < 9; t++) {
         int32_t one[2] = {r->ids[t], r->ids[9 + t]};
         ids = ids_tensor(2, 1, one);
-        CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
+        if (t & 1) /* every other step with the ids from the host */
+            CLF_OK(clf_lm_state_step_ids(s, one, 1, NULL, lg));
+        else
+            CLF_OK(clf_lm_state_step(s, ids, NULL, lg));
         got = tensor_to_host(lg);
         for (int b = 0; b < 2; b++)
             check_logits("incremental step", name, got + b * V, r->logits + (b * 9 + t) * V, V,
@@ -440,6 +443,17 @@ static void test_bad_input(void **state) {
     int32_t oor[8] = {1, 2, 3, 4, 5, 6, 7, 9999};
     clf_tensor *to = ids_tensor(2, 1, oor + 6);
     assert_int_equal(clf_lm_state_step(s, to, NULL, lg), CLF_ERROR_OUT_OF_RANGE);
+    assert_int_equal(clf_lm_state_length(s, 1), 4);
+    /* the same checks with the ids from the host */
+    assert_int_equal(clf_lm_state_step_ids(s, oor + 6, 1, NULL, lg), CLF_ERROR_OUT_OF_RANGE);
+    assert_non_null(strstr(clf_context_last_error(g_ctx), "9999"));
+    assert_int_equal(clf_lm_state_step_ids(s, NULL, 1, NULL, lg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_step_ids(s, ids, 0, NULL, lg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_step_ids(s, ids, 1, NULL, lbad), CLF_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(clf_lm_state_step_ids(s, ids, 1, over, lg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_step_ids(s, ids, 3, NULL, lg), CLF_ERROR_SIZE_LIMIT); /* 7 > 6 */
+    assert_int_equal(clf_lm_state_step_ids(NULL, ids, 1, NULL, lg), CLF_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clf_lm_state_length(s, 0), 4);
     assert_int_equal(clf_lm_state_length(s, 1), 4);
     /* generate's checks */
     const int32_t *prompts[1] = {oor};

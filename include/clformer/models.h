@@ -344,6 +344,11 @@ CLF_API int64_t clf_lm_state_length(const clf_lm_state *s, int64_t b);
  * computed from padding). Fails, changing nothing, if a sequence would pass max_len. */
 CLF_API clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
                                      clf_tensor *logits);
+/* clf_lm_state_step with the ids (B, T) on the host, checked against the vocabulary there: they
+ * go to the device with the step's other host data, without the read-back that checks a device
+ * tensor of ids (a round trip per step; clf_lm_generate steps this way). */
+CLF_API clf_status clf_lm_state_step_ids(clf_lm_state *s, const int32_t *ids, int64_t T,
+                                         const int64_t *n_new, clf_tensor *logits);
 /* A step of a stage model's state (clf_lm_load_stage), T positions with n_new as above. In: ids
  * (B, T) I32 on the device when the stage embeds, else hidden_in (B, T, d) host floats, the
  * stream the stage before gave out. Out: logits as above when the stage has the head, else

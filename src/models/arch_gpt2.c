@@ -146,8 +146,9 @@ static clf_status gpt2_load(clf_loader *L, clf_lm *m) {
 static clf_status gpt2_embed(clf_context *ctx, const clf_lm *m, const clf_tensor *ids,
                              clf_lm_ws *ws) {
     ws->pending = 0;
-    CLF_TRY(clf_embedding(ctx, ids, m->tok, 1.0f, 0, 0, &ws->h));
-    CLF_TRY(clf_embedding(ctx, &ws->pos_ids, m->pos, 1.0f, 0, 0, &ws->x));
+    CLF_TRY(clf__embedding(ctx, ids, m->tok, 1.0f, 0, 0, &ws->h, ws->ids_in_range));
+    /* the positions are below the state's max_len, at most max_positions: in range */
+    CLF_TRY(clf__embedding(ctx, &ws->pos_ids, m->pos, 1.0f, 0, 0, &ws->x, 1));
     return clf_add(ctx, &ws->h, &ws->x, &ws->h);
 }
 

@@ -179,7 +179,7 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
 static clf_status llama_embed(clf_context *ctx, const clf_lm *m, const clf_tensor *ids,
                               clf_lm_ws *ws) {
     ws->pending = 0;
-    return clf_embedding(ctx, ids, m->tok, 1.0f, 0, 0, &ws->h);
+    return clf__embedding(ctx, ids, m->tok, 1.0f, 0, 0, &ws->h, ws->ids_in_range);
 }
 
 /* x = RMSNorm(h) * g, adding the pending sublayer output o into h first (fused). */

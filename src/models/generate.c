@@ -146,7 +146,7 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
                          (long long)longest, (long long)max_new, (long long)in->max_positions);
     const int greedy = sp->temperature <= 0.0f, penalty = sp->repetition_penalty != 1.0f;
     clf_lm_state *s = NULL;
-    clf_tensor *ids = NULL, *ids1 = NULL, *logits = NULL, *am = NULL, *u = NULL, *dseen = NULL;
+    clf_tensor *logits = NULL, *am = NULL, *u = NULL, *dseen = NULL;
     int32_t *host_ids = calloc((size_t)(n * longest), sizeof(int32_t));
     int64_t *n_new = malloc(sizeof(int64_t) * (size_t)n);
     int32_t *next = malloc(sizeof(int32_t) * (size_t)n);
@@ -173,10 +173,8 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
     }
     for (int64_t i = 0; i < n * max_new; i++)
         tokens[i] = -1;
-    const int64_t ids_shape[2] = {n, longest}, one_shape[2] = {n, 1}, lg_shape[2] = {n, V};
+    const int64_t lg_shape[2] = {n, V};
     CLF_CHECK(clf_lm_state_create(m, n, longest + max_new, &s));
-    CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, ids_shape, &ids));
-    CLF_CHECK(clf_tensor_create(ctx, CLF_I32, 2, one_shape, &ids1));
     /* The logits and the sampler on the last stage's context (a split model's head). */
     st = clf_tensor_create(out_ctx, CLF_F32, 2, lg_shape, &logits);
     if (st == CLF_SUCCESS) st = clf_tensor_create(out_ctx, CLF_I32, 1, &n, &am);
@@ -202,8 +200,8 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
             goto fail;
         }
     }
-    CLF_CHECK(clf_tensor_write(ids, host_ids, sizeof(int32_t) * (size_t)(n * longest)));
-    CLF_CHECK(clf_lm_state_step(s, ids, n_new, logits)); /* the prefill */
+    /* ids from the host: no read-back of them to check (sampled ids are in range) */
+    CLF_CHECK(clf_lm_state_step_ids(s, host_ids, longest, n_new, logits)); /* the prefill */
     for (int64_t step = 0;; step++) {
         if (!greedy) /* one uniform number per live sequence from its own stream */
             for (int64_t b = 0; b < n; b++)
@@ -263,12 +261,11 @@ clf_status clf_lm_generate(clf_lm *m, const int32_t *const *prompts, const int64
             active = 1;
         }
         if (!active) break;
-        CLF_CHECK(clf_tensor_write(ids1, next, sizeof(int32_t) * (size_t)n));
-        CLF_CHECK(clf_lm_state_step(s, ids1, n_new, logits));
+        CLF_CHECK(clf_lm_state_step_ids(s, next, 1, n_new, logits));
     }
 fail:
     clf_lm_state_free(s);
-    clf_tensor *ts[] = {ids, ids1, logits, am, u, dseen};
+    clf_tensor *ts[] = {logits, am, u, dseen};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         clf_tensor_free(ts[i]);
     free(host_ids);

@@ -133,6 +133,7 @@ typedef struct clf_lm_ws {
     const clf_tensor *freq; /* Llama family: the stage's rotary frequencies */
     int64_t nk;             /* keys in use: max over b of length(b) + n_new[b] */
     int pending;            /* o holds a sublayer output not yet added into h */
+    int ids_in_range;       /* the ids were checked on the host (clf__embedding's in_range) */
     float **reduce_h;       /* a shard's host copy of the stream for its all-reduce (the state's */
     int64_t *reduce_n;      /* buffer and its floats, grown by clf__lm_reduce, kept across steps) */
 } clf_lm_ws;

@@ -7,6 +7,8 @@
  */
 #include "lm.h"
 
+#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +16,8 @@
 typedef struct stage_ws {
     clf_tensor *h, *x, *qkv, *att, *o, *up, *mid; /* (rows, d | d | q+2kv | q | d | 2F | F) */
     clf_tensor *lens, *offs, *pos_ids;            /* (B, T), (B), (B, T) I32 */
-    clf_tensor *last;                             /* last stage: (B, d) each sequence's last row */
+    clf_tensor *ids;  /* the first stage: (B, T) I32 ids from the host (clf_lm_state_step_ids) */
+    clf_tensor *last; /* last stage: (B, d) each sequence's last row */
     clf_tensor *part; /* a tensor-parallel shard: (rows, its vocabulary rows) of the logits */
     /* The last step's staging writes, not waited for (the queue is in order: the kernels after
      * them see the data); the staging arrays change only after it completes. */
@@ -29,6 +32,7 @@ struct clf_lm_state {
     int64_t rows;                  /* B T the workspaces hold */
     stage_ws *st;                  /* [n_parts] */
     int32_t *host_lens, *host_pos; /* (B, T) staging */
+    int32_t *host_ids;             /* (B, T) staging of clf_lm_state_step_ids */
     int32_t *host_offs;            /* (B) staging */
     float *carry;                  /* (rows, d) the residual stream between stages (split) */
     float *part_h, *logits_h;      /* a shard's part of the logits and all of them, on the host */
@@ -57,12 +61,12 @@ static void ws_free(clf_lm_state *s) {
     wait_staged(s);
     for (int p = 0; s->st && p < s->m->n_parts; p++) {
         stage_ws *w = &s->st[p];
-        clf_tensor *ts[] = {w->h,   w->x,    w->qkv,     w->att,  w->o,   w->up,
-                            w->mid, w->lens, w->pos_ids, w->last, w->part};
+        clf_tensor *ts[] = {w->h,   w->x,    w->qkv,     w->att,  w->o,    w->up,
+                            w->mid, w->lens, w->pos_ids, w->last, w->part, w->ids};
         for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
             clf_tensor_free(ts[i]);
         w->h = w->x = w->qkv = w->att = w->o = w->up = w->mid = w->lens = w->pos_ids = w->last =
-            w->part = NULL;
+            w->part = w->ids = NULL;
     }
     free(s->part_h);
     free(s->logits_h);
@@ -71,8 +75,9 @@ static void ws_free(clf_lm_state *s) {
     s->reduce_n = 0;
     free(s->host_lens);
     free(s->host_pos);
+    free(s->host_ids);
     free(s->carry);
-    s->host_lens = s->host_pos = NULL;
+    s->host_lens = s->host_pos = s->host_ids = NULL;
     s->carry = NULL;
     s->rows = 0;
 }
@@ -172,6 +177,7 @@ static clf_status stage_grow(clf_lm_state *s, int p, int64_t rows) {
     if (st == CLF_SUCCESS) st = clf__ensure(ctx, &w->mid, CLF_F32, rows * F);
     if (st == CLF_SUCCESS) st = clf__ensure(ctx, &w->lens, CLF_I32, rows);
     if (st == CLF_SUCCESS) st = clf__ensure(ctx, &w->pos_ids, CLF_I32, rows);
+    if (st == CLF_SUCCESS && p == 0 && m->embeds) st = clf__ensure(ctx, &w->ids, CLF_I32, rows);
     if (st == CLF_SUCCESS && p == m->n_parts - 1) st = clf__ensure(ctx, &w->last, CLF_F32, B * d);
     return st == CLF_SUCCESS ? st : clf__lm_relay_error(m, ctx, st);
 }
@@ -185,8 +191,9 @@ static clf_status ws_grow(clf_lm_state *s, int64_t T) {
     clf_status st = CLF_SUCCESS;
     s->host_lens = malloc(sizeof(int32_t) * (size_t)rows);
     s->host_pos = malloc(sizeof(int32_t) * (size_t)rows);
+    s->host_ids = malloc(sizeof(int32_t) * (size_t)rows);
     if (m->n_parts > 1) s->carry = malloc(sizeof(float) * (size_t)(rows * d));
-    if (!s->host_lens || !s->host_pos || (m->n_parts > 1 && !s->carry))
+    if (!s->host_lens || !s->host_pos || !s->host_ids || (m->n_parts > 1 && !s->carry))
         st = clf__fail(m->ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int p = 0; p < m->n_parts && st == CLF_SUCCESS; p++)
         st = stage_grow(s, p, rows);
@@ -275,25 +282,15 @@ static const clf_tensor *as_first_context(const clf_lm *m, const clf_tensor *t, 
     return t;
 }
 
-/* Checks a step's arguments against the state; *all_t: logits hold every position. */
-static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
-                             const clf_tensor *logits, int *all_t) {
+/* logits for a step of T positions: (B, T, V) (*all_t 1) or (B, V); n_new's counts. what: the
+ * ids, for messages. */
+static clf_status check_out(clf_lm_state *s, int64_t T, const int64_t *n_new,
+                            const clf_tensor *logits, int *all_t, const char *what) {
     const clf_lm *m = s->m;
     clf_context *ctx = m->ctx;
-    const int64_t V = m->cfg.info.vocab_size;
-    /* ids and logits may sit on any of the model's contexts (copied through the host where they
-     * are not the first and the last stage's). */
-    clf_tensor ids_c, logits_c;
-    ids = as_first_context(m, ids, &ids_c);
+    const int64_t V = m->cfg.info.vocab_size, B = s->batch;
+    clf_tensor logits_c;
     logits = as_first_context(m, logits, &logits_c);
-    CLF_TRY(clf__check_ids(ctx, ids, NULL));
-    const int64_t B = ids->shape[0], T = ids->shape[1];
-    char a[96], b[96];
-    if (B != s->batch)
-        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
-                         "lm step: ids %s must have the state's "
-                         "%lld sequences",
-                         clf__shape_str(ids, a, sizeof(a)), (long long)s->batch);
     /* a tensor-parallel shard without logits joins the head's all-reduce as for (B, V) */
     if (!logits && m->shard.size > 1) return check_counts(s, T, n_new);
     CLF_TRY(clf__check_tensor(ctx, logits, "logits", CLF_F32));
@@ -301,13 +298,32 @@ static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64
     const bool ok = (logits->ndim == 3 && logits->shape[0] == B && logits->shape[1] == T &&
                      logits->shape[2] == V) ||
                     (logits->ndim == 2 && logits->shape[0] == B && logits->shape[1] == V);
+    char a[96];
     if (!ok)
         return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                          "lm step: logits %s must be (%lld, %lld, %lld) or (%lld, %lld) for ids %s",
                          clf__shape_str(logits, a, sizeof(a)), (long long)B, (long long)T,
-                         (long long)V, (long long)B, (long long)V,
-                         clf__shape_str(ids, b, sizeof(b)));
+                         (long long)V, (long long)B, (long long)V, what);
     return check_counts(s, T, n_new);
+}
+
+/* Checks a step's arguments against the state; *all_t: logits hold every position. */
+static clf_status check_step(clf_lm_state *s, const clf_tensor *ids, const int64_t *n_new,
+                             const clf_tensor *logits, int *all_t) {
+    const clf_lm *m = s->m;
+    clf_context *ctx = m->ctx;
+    /* ids and logits may sit on any of the model's contexts (copied through the host where they
+     * are not the first and the last stage's). */
+    clf_tensor ids_c;
+    ids = as_first_context(m, ids, &ids_c);
+    CLF_TRY(clf__check_ids(ctx, ids, NULL));
+    char a[96];
+    clf__shape_str(ids, a, sizeof(a));
+    if (ids->shape[0] != s->batch)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "lm step: ids %s must have the state's %lld sequences", a,
+                         (long long)s->batch);
+    return check_out(s, ids->shape[1], n_new, logits, all_t, a);
 }
 
 /* A tensor like t on ctx: t itself when it is there, else *copy (made or remade to t's shape). */
@@ -352,6 +368,9 @@ static clf_status stage_staging(clf_lm_state *s, int p, clf_lm_ws *ws) {
     if (st == CLF_SUCCESS)
         st = clf__tensor_write_async(ws->offs, s->host_offs, sizeof(int32_t) * (size_t)B,
                                      p ? &w->staged : NULL);
+    clf_tensor ids = p == 0 && ws->ids_in_range ? clf__view(w->ids, B, T, 0) : ws->lens;
+    if (st == CLF_SUCCESS && p == 0 && ws->ids_in_range) /* clf_lm_state_step_ids */
+        st = clf__tensor_write_async(&ids, s->host_ids, sizeof(int32_t) * (size_t)(B * T), NULL);
     if (st == CLF_SUCCESS && p == 0)
         st = clf__tensor_write_async(&ws->pos_ids, s->host_pos, sizeof(int32_t) * (size_t)(B * T),
                                      &w->staged);
@@ -391,8 +410,9 @@ static clf_status head(clf_lm_state *s, clf_context *ctx, const clf_tensor *x, c
     return lg ? clf_tensor_write(lg, all, sizeof(float) * (size_t)(rows * V)) : CLF_SUCCESS;
 }
 
-static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const float *h_in,
-                       const int64_t *n_new, float *h_out, clf_tensor *logits, int all_t) {
+static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const int32_t *host_ids,
+                       const float *h_in, const int64_t *n_new, float *h_out, clf_tensor *logits,
+                       int all_t) {
     const clf_lm *m = s->m;
     clf_context *ctx = m->ctx;
     const int64_t B = s->batch, d = m->cfg.info.hidden_size;
@@ -404,6 +424,12 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
     clf_status st =
         nn ? wait_staged(s) : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLF_SUCCESS) st = ws_grow(s, T);
+    clf_tensor ids_v; /* host_ids (checked): staged into the first stage's ids */
+    if (st == CLF_SUCCESS && host_ids) {
+        memcpy(s->host_ids, host_ids, sizeof(int32_t) * (size_t)(B * T));
+        ids_v = clf__view(s->st[0].ids, B, T, 0);
+        ids_in = &ids_v;
+    }
     if (st == CLF_SUCCESS && ids) st = on_context(ctx, ids, &s->ids_here, &ids_in);
     if (st == CLF_SUCCESS && ids && ids_in != ids) { /* ids from another context: the host */
         int32_t *h = malloc(ids->bytes);
@@ -433,6 +459,7 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
         clf_context *pc = m->parts[p].ctx;
         ws_views(s, p, T, &ws);
         ws.nk = nk;
+        ws.ids_in_range = p == 0 && host_ids != NULL;
         /* Writes not waited for: the stage's first kernels queue behind them (a blocking write
          * each was a round trip to the device per step). */
         CLF_CHECK(stage_staging(s, p, &ws));
@@ -514,7 +541,34 @@ clf_status clf_lm_state_step(clf_lm_state *s, const clf_tensor *ids, const int64
                          (long long)m->cfg.info.layers);
     int all_t = 0;
     CLF_TRY(check_step(s, ids, n_new, logits, &all_t));
-    return step(s, ids->shape[1], ids, NULL, n_new, NULL, logits, all_t);
+    return step(s, ids->shape[1], ids, NULL, NULL, n_new, NULL, logits, all_t);
+}
+
+clf_status clf_lm_state_step_ids(clf_lm_state *s, const int32_t *ids, int64_t T,
+                                 const int64_t *n_new, clf_tensor *logits) {
+    if (!s) return CLF_ERROR_INVALID_ARGUMENT;
+    const clf_lm *m = s->m;
+    clf_context *ctx = m->ctx;
+    clear_errors(m);
+    if (!m->embeds || !m->heads)
+        return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT,
+                         "lm step: the model is a stage: step it with clf_lm_state_step_stage");
+    if (!ids) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm step: ids is NULL");
+    if (T < 1) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm step: T must be >= 1");
+    const int64_t B = s->batch, V = m->cfg.info.vocab_size;
+    if (T > INT32_MAX / B)
+        return clf__fail(ctx, CLF_ERROR_SIZE_LIMIT, "lm step: %lld x %lld ids", (long long)B,
+                         (long long)T);
+    char a[64];
+    snprintf(a, sizeof(a), "(%lld, %lld) on the host", (long long)B, (long long)T);
+    int all_t = 0;
+    CLF_TRY(check_out(s, T, n_new, logits, &all_t, a));
+    for (int64_t i = 0; i < B * T; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return clf__fail(ctx, CLF_ERROR_OUT_OF_RANGE,
+                             "lm step: ids[%lld] = %d is outside the vocabulary 0 .. %lld",
+                             (long long)i, (int)ids[i], (long long)(V - 1));
+    return step(s, T, NULL, ids, NULL, n_new, NULL, logits, all_t);
 }
 
 clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const float *hidden_in,
@@ -531,7 +585,7 @@ clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const
             return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
                              "lm stage step: ids of %lld positions, T %lld",
                              (long long)ids->shape[1], (long long)T);
-        return step(s, T, ids, NULL, n_new, NULL, logits, all_t);
+        return step(s, T, ids, NULL, NULL, n_new, NULL, logits, all_t);
     }
     if (T < 1) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "lm stage step: T must be >= 1");
     if (m->embeds) {
@@ -559,6 +613,6 @@ clf_status clf_lm_state_step_stage(clf_lm_state *s, const clf_tensor *ids, const
                          "lm stage step: hidden_out is NULL (the stage has no head)");
     }
     CLF_TRY(check_counts(s, T, n_new));
-    return step(s, T, m->embeds ? ids : NULL, hidden_in, n_new, hidden_out,
+    return step(s, T, m->embeds ? ids : NULL, NULL, hidden_in, n_new, hidden_out,
                 m->heads ? logits : NULL, all_t);
 }

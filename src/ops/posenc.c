@@ -84,6 +84,12 @@ static clf_status get_rows(clf_context *ctx, const clf_tensor *table, const clf_
 
 clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
                          float scale, int add_posenc, int64_t pos_offset, clf_tensor *out) {
+    return clf__embedding(ctx, ids, table, scale, add_posenc, pos_offset, out, 0);
+}
+
+clf_status clf__embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
+                          float scale, int add_posenc, int64_t pos_offset, clf_tensor *out,
+                          int in_range) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
     clf_status st = clf__check_tensor(ctx, ids, "ids", CLF_I32);
@@ -114,18 +120,21 @@ clf_status clf_embedding(clf_context *ctx, const clf_tensor *ids, const clf_tens
     if ((st = clf__check_int(ctx, vocab, "vocabulary size")) != CLF_SUCCESS) return st;
     if (add_posenc && (st = check_positions(ctx, pos_offset, seq)) != CLF_SUCCESS) return st;
 
-    /* Check every id before anything is written. */
-    int32_t *host = malloc(ids->bytes);
-    if (!host) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    st = clf_tensor_read(ids, host, ids->bytes);
-    for (int64_t i = 0; st == CLF_SUCCESS && i < ids->numel; i++) {
-        if (host[i] < 0 || host[i] >= vocab)
-            st = clf__fail(ctx, CLF_ERROR_OUT_OF_RANGE,
-                           "embedding: ids[%lld] = %d is outside the vocabulary 0 .. %lld",
-                           (long long)i, (int)host[i], (long long)(vocab - 1));
+    /* Check every id before anything is written (a read of ids, a round trip to the device,
+     * which a caller that wrote them from checked host values skips: in_range) */
+    if (!in_range) {
+        int32_t *host = malloc(ids->bytes);
+        if (!host) return clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        st = clf_tensor_read(ids, host, ids->bytes);
+        for (int64_t i = 0; st == CLF_SUCCESS && i < ids->numel; i++) {
+            if (host[i] < 0 || host[i] >= vocab)
+                st = clf__fail(ctx, CLF_ERROR_OUT_OF_RANGE,
+                               "embedding: ids[%lld] = %d is outside the vocabulary 0 .. %lld",
+                               (long long)i, (int)host[i], (long long)(vocab - 1));
+        }
+        free(host);
+        if (st != CLF_SUCCESS) return st;
     }
-    free(host);
-    if (st != CLF_SUCCESS) return st;
     if (table->dtype == CLF_F32)
         return launch(ctx, table->mem, ids, out->mem, ids->numel, d, scale, add_posenc ? 1 : 0, seq,
                       pos_offset);

@@ -32,16 +32,18 @@ clf_status clf_sample(clf_context *ctx, const clf_tensor *logits, const clf_samp
     cl_kernel k;
     size_t wg = (size_t)clf__tun(ctx, CLF_T_SAMPLE_WG);
     if ((st = clf__kernel_fit(ctx, CLF_K_SAMPLE, NULL, 1, &wg, &k)) != CLF_SUCCESS) return st;
-    /* loop trips of a work-item: its chunk once per pass (max, mass, draw; 32 per bisection) */
-    const int64_t chunk = (V + (int64_t)wg - 1) / (int64_t)wg;
-    const int64_t passes = 4 + (p->top_k > 0 && p->top_k < V ? 33 : 0) + (p->top_p < 1 ? 33 : 0);
-    if ((st = clf__check_loops(ctx, CLF_K_SAMPLE, chunk * passes + 2 * (int64_t)wg)) != CLF_SUCCESS)
-        return st;
     const int greedy = p->temperature <= 0.0f; /* the first maximum: top-k 1, drawn at u = 0 */
     const int64_t top_k = greedy ? (V > 1 ? 1 : 0) : p->top_k < V ? p->top_k : 0;
+    const float top_p = greedy ? 1.0f : p->top_p;
+    /* loop trips of a work-item: its chunk once per pass (max, mass, draw, pick; 32 per bisection,
+     * none for top-k 1) */
+    const int64_t chunk = (V + (int64_t)wg - 1) / (int64_t)wg;
+    const int64_t passes = 4 + (top_k > 1 ? 33 : 0) + (top_p < 1 ? 33 : 0);
+    if ((st = clf__check_loops(ctx, CLF_K_SAMPLE, chunk * passes + 2 * (int64_t)wg)) != CLF_SUCCESS)
+        return st;
     cl_mem sm = seen ? seen->mem : out->mem;
     cl_int has_seen = seen ? 1 : 0, c_v = (cl_int)V, c_k = (cl_int)top_k;
-    float temp = p->temperature, top_p = greedy ? 1.0f : p->top_p, pen = p->repetition_penalty;
+    float temp = p->temperature, pen = p->repetition_penalty;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &logits->mem, sizeof(cl_mem), &sm, sizeof(cl_int),
                        &has_seen, sizeof(cl_mem), &u->mem, sizeof(cl_mem), &out->mem,
                        sizeof(cl_int), &c_v, sizeof(float), &temp, sizeof(cl_int), &c_k,
