@@ -159,7 +159,19 @@ linear_rows(const __global float *x,                              /* (total_rows
     }
 }
 
-/* wp[t][b][k][c] = W_t[b * PW + c][k] (0 past the last row of W), PW = PK_NV * VW, where
+/* The row of W that column c of panel b holds: b PW + c; with gated panels (a GLU's gate | up
+ * weights, (2F, in), F = out / 2) the gate's row b PW / 2 + c in the panel's first half and the
+ * up's row F + b PW / 2 + c - PW / 2 in its second, so that a panel's vector j < PK_NV / 2 and
+ * vector j + PK_NV / 2 hold the gate and up of the same columns (packed_rows multiplies them).
+ * -1 past the end. */
+static inline int panel_row(const int b, const int c, const int pw, const int out,
+                            const int gated) {
+    if (!gated) return b * pw + c < out ? b * pw + c : -1;
+    const int h = pw / 2, f = out / 2, i = b * h + (c < h ? c : c - h);
+    return i < f ? (c < h ? i : f + i) : -1;
+}
+
+/* wp[t][b][k][c] = W_t[panel_row(b, c)][k] (0 past the last row of W), PW = PK_NV * VW, where
  * W_t[o][k] = w[w_off + t * w_bs + o * w_os + k * w_ks]: (out, in) weights (w_os = in, w_ks = 1),
  * or clf_matmul's op(B) as W^T in either layout, for each of the batch's matrices t. One item per
  * element of the packed panels. */
@@ -173,29 +185,29 @@ linear_rows(const __global float *x,                              /* (total_rows
 __kernel void pack_panels(const __global WBITS *w, /* halfs as their bits */
                           const long w_off, const long w_os, const long w_ks, const long w_bs,
                           __global WBITS *wp, /* (batch, ceil(out / PW), in, PW) */
-                          const int in, const int out) {
+                          const int in, const int out, const int gated) {
     const int pw = PK_NV * VW;
     const int nb = (out + pw - 1) / pw;
     const int c = (int)get_global_id(0), k = (int)get_global_id(1), g = (int)get_global_id(2);
     const int t = g / nb, b = g - t * nb;
-    const int o = b * pw + c;
+    const int o = panel_row(b, c, pw, out, gated);
     wp[((long)g * in + k) * pw + c] =
-        o < out ? w[w_off + t * w_bs + o * w_os + k * w_ks] : (WBITS)0; /* +0 either way */
+        o >= 0 ? w[w_off + t * w_bs + o * w_os + k * w_ks] : (WBITS)0; /* +0 either way */
 }
 
 #else
 /* Block types: the blocks of each panel's PW rows transposed (dtypes.cl, "panels"): byte p of
- * block j of row b PW + c at wp[b][j] + DT_PANEL_AT(p, c, PW) (0 past the last row: a zero
- * scale). One item per block of a row. */
+ * block j of row panel_row(b, c) at wp[b][j] + DT_PANEL_AT(p, c, PW) (0 past the last row: a
+ * zero scale). One item per block of a row. */
 __kernel void pack_blocks(const __global uchar *w, const long w_rs, /* (out, in) rows of DT */
-                          __global uchar *wp, const int in, const int out) {
+                          __global uchar *wp, const int in, const int out, const int gated) {
     const int pw = PK_NV * VW, nblk = in / DT_BLOCK;
     const int c = (int)get_global_id(0), j = (int)get_global_id(1), b = (int)get_global_id(2);
-    const int o = b * pw + c;
+    const int o = panel_row(b, c, pw, out, gated);
     __global uchar *dst = wp + ((long)b * nblk + j) * DT_BYTES * pw;
-    const __global uchar *src = w + o * w_rs + (long)j * DT_BYTES;
+    const __global uchar *src = w + max(o, 0) * w_rs + (long)j * DT_BYTES;
     for (int p = 0; p < DT_BYTES; p++)
-        dst[DT_PANEL_AT(p, c, pw)] = o < out ? src[p] : 0;
+        dst[DT_PANEL_AT(p, c, pw)] = o >= 0 ? src[p] : 0;
 }
 #endif /* DT_BLOCK == 1 */
 
@@ -369,34 +381,51 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
         PACKED_RANK1(k);
     }
 #endif
-    const int o0 = b * pw;
     const float alpha = a.alpha, beta = a.beta;
+    /* a.act: the activation in its low 8 bits, above them the host's gate: 1, gated panels
+     * (panel_row), each column stored at its row of W; 2, gated panels and the GLU: y (rows,
+     * out / 2) = act(gate + its bias) (up + its bias), alpha and beta as for any y (gated_act's
+     * product, fused) */
+    const int act = a.act & 0xff, gated = (a.act >> 8) != 0, glu = (a.act >> 8) == 2;
+    const int f = out / 2, hv = PK_NV / 2;
     /* Constant trip counts with guards (a loop with a break does not unroll), so acc is indexed
      * by constants only and stays in registers. */
 #pragma unroll
     for (int j = 0; j < PK_NV; j++) {
-        const int c0 = o0 + j * VW;
-        const bool full = c0 + VW <= out;
-        floatV bv = (floatV)(0.0f);
+        const int up = gated && j >= hv, ju = (j + hv) % PK_NV; /* up: an up vector */
+        if (glu && up) continue;                                /* taken with its gate vector */
+        /* the vector's first column within its half (gated) or y, the columns there, and its
+         * column of W (of bias, and of y but for the GLU's) */
+        const int cb = gated ? b * (pw / 2) + (j - up * hv) * VW : b * pw + j * VW;
+        const int lim = gated ? f : out, c0 = cb + (up ? f : 0), yc = glu ? cb : c0;
+        const bool full = cb + VW <= lim;
+        floatV bv = (floatV)(0.0f), bu = (floatV)(0.0f);
         if (a.has_bias && full) bv = VLOAD(0, a.bias + c0);
+        if (a.has_bias && full && glu) bu = VLOAD(0, a.bias + f + cb);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             __global float *yr = a.y + (long)(r0 + r) * a.y_rs;
             if (r < nr && full) {
-                floatV v = alpha * act_v(acc[r][j] + bv, a.act);
-                if (beta != 0.0f) v = fma((floatV)(beta), VLOAD(0, yr + c0), v);
-                VSTORE(v, 0, yr + c0);
-            } else if (r < nr && c0 < out) {
-                float t[VW];
+                floatV v = act_v(acc[r][j] + bv, act);
+                if (glu) v *= acc[r][ju] + bu;
+                v *= alpha;
+                if (beta != 0.0f) v = fma((floatV)(beta), VLOAD(0, yr + yc), v);
+                VSTORE(v, 0, yr + yc);
+            } else if (r < nr && cb < lim) {
+                float t[VW], tu[VW];
 #if VW == 1
                 t[0] = acc[r][j];
+                tu[0] = acc[r][ju];
 #else
                 CLF_CAT(vstore, VW)(acc[r][j], 0, t);
+                CLF_CAT(vstore, VW)(acc[r][ju], 0, tu);
 #endif
-                for (int c = 0; c < out - c0; c++) {
-                    float v = alpha * act_s(t[c] + (a.has_bias ? a.bias[c0 + c] : 0.0f), a.act);
-                    if (beta != 0.0f) v = fma(beta, yr[c0 + c], v);
-                    yr[c0 + c] = v;
+                for (int c = 0; c < lim - cb; c++) {
+                    float v = act_s(t[c] + (a.has_bias ? a.bias[c0 + c] : 0.0f), act);
+                    if (glu) v *= tu[c] + (a.has_bias ? a.bias[f + cb + c] : 0.0f);
+                    v *= alpha;
+                    if (beta != 0.0f) v = fma(beta, yr[yc + c], v);
+                    yr[yc + c] = v;
                 }
             }
         }

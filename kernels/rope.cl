@@ -19,6 +19,14 @@
  * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
  * sequence's offset; 2: positions (B, N) gives every row's position.
  *
+ * The KV append (app 1: an F32 cache, 2: F16, rounded to nearest even as rows_to_half): a decoder
+ * step's fused QKV rows rotated and their keys and values stored into the cache in the same
+ * launch (one launch a layer fewer). Heads kh0 .. heads - 1 of the rotated run are the kvh key
+ * heads, the kvh value heads follow them in the row; a row at position p goes to cache row
+ * (b, p) (cache: (B, max_len, 2 kvh DH), K then V), only where it is a real token: lens (B, N),
+ * each query's visible keys, is p + 1 there (padding rows repeat the last real row's length). The
+ * whole head rotates (rd = DH; the host checks), so a row's chunks cover every dim.
+ *
  * The work-group is chosen at launch, not compiled in (one program for every head size, so
  * clf_context_warmup builds it): rope.WG work-items over a row's chunks and as many rows as fill
  * the rest. A Llama head of 64 dims is 4 chunks of 8 pairs: one row per group of 64 left 60
@@ -42,7 +50,9 @@ __kernel void rope_rows(__global float *x,                /* (B, N, W), rotated 
                         const int layout, const float freq_log2, /* f_i = exp2(i * freq_log2) */
                         const __global float *inv_freq, /* (rd / 2); unused unless has_freq */
                         const int has_freq, const __global int *positions, const int pos_mode,
-                        const long pos_offset) {
+                        const long pos_offset, __global float *cache, const int app, const int kh0,
+                        const int kvh, const long c_batch, const int c_row,
+                        const __global int *lens) {
     const int npairs = rd / 2;
     const int i0 = (int)get_global_id(0) * VW; /* a chunk of VW pairs of row get_global_id(1) */
     const long row = (long)get_global_id(1);
@@ -87,6 +97,24 @@ __kernel void rope_rows(__global float *x,                /* (B, N, W), rotated 
         } else {
             for (int j = 0; j < na; j++)
                 rope_pair(hr + 2 * (i0 + j), hr + 2 * (i0 + j) + 1, cs[j], sn[j]);
+        }
+    }
+    if (!app || lens[row] != pos + 1) return;
+    /* this chunk's dims of the key heads (rotated above, read back) and of the value heads */
+    const long e0 = b * c_batch + pos * (long)c_row; /* elements of the cache's type */
+    for (int h = 0; h < 2 * kvh; h++) {
+        const __global float *src = xr + (kh0 + h) * dh;
+        const long c0 = e0 + h * dh;
+        for (int j = 0; j < na; j++) {
+            const int d0 = layout == 0 ? i0 + j : 2 * (i0 + j),
+                      d1 = layout == 0 ? npairs + i0 + j : 2 * (i0 + j) + 1;
+            if (app == 2) {
+                vstore_half_rte(src[d0], c0 + d0, (__global half *)cache);
+                vstore_half_rte(src[d1], c0 + d1, (__global half *)cache);
+            } else {
+                cache[c0 + d0] = src[d0];
+                cache[c0 + d1] = src[d1];
+            }
         }
     }
 }

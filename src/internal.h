@@ -406,6 +406,13 @@ clf_status clf__tensor_write_async(clf_tensor *t, const void *host, size_t bytes
 clf_status clf__embedding(clf_context *ctx, const clf_tensor *ids, const clf_tensor *table,
                           float scale, int add_posenc, int64_t pos_offset, clf_tensor *out,
                           int in_range);
+/* clf_rope on a decoder step's fused QKV rows x (B, T, W) from column 0 (p->heads: the query
+ * heads and then kv_heads key heads, whole heads rotated), also storing each real row's key and
+ * value heads (the kv_heads heads after the rotated ones) into cache (B, max_len, 2 kv_heads Dh),
+ * F32 or F16, at the row's position: a real row is one whose lens (B, T) entry is its position + 1
+ * (clf__lm_attend's valid lengths; padding rows are not stored). */
+clf_status clf__rope_append(clf_context *ctx, clf_tensor *x, const clf_rope_params *p,
+                            int64_t kv_heads, clf_tensor *cache, const clf_tensor *lens);
 /* Maps a CLBlast status (OpenCL codes pass through) to a clf_status with a detail message. */
 clf_status clf__clblast_fail(clf_context *ctx, int code, const char *what);
 /* Applies the GEMM tuning in force for the context's device (file, built-in, or none); a
@@ -424,6 +431,12 @@ void clf__gemm_release(void);
  * in), each block of width rows transposed); then y = act(x W^T + b)
  * through the linear_packed kernel. The packing is tied to the tunables in force when packed. */
 clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+/* A GLU's gate | up weights w (2F, in), the gate's F rows then the up's, packed with each panel's
+ * first half the gate's and second half the up's rows of the same F / (2 panels) outputs
+ * (linear.cl, panel_row), so that one kernel can multiply them (clf__linear_packed_gated); where
+ * clf__linear_gates says so (linear.GLU, an even linear.PK_NV). */
+clf_status clf__linear_pack_gated(clf_context *ctx, const clf_tensor *w, clf_tensor **packed);
+bool clf__linear_gates(const clf_context *ctx, clf_dtype t, int64_t out);
 /* Whether weights of type t are packed into panels on this context (linear.PACK, and for block
  * types linear.VW 16): the models' and clf_linear_prepare's test. */
 bool clf__linear_packs(const clf_context *ctx, clf_dtype t);
@@ -454,13 +467,15 @@ typedef struct clf_packed_call {
     cl_mem norm_g; /* (in): x is RMSNorm's input, the product takes x rs norm_g (linear_packed_lq),
                     * or NULL */
     float eps;
+    int gate; /* 1: gated panels (clf__linear_pack_gated); 2: also the GLU, y (rows, out / 2) */
 } clf_packed_call;
 clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *c);
 /* Packs `batch` matrices W_t (out, in), W_t[o][k] at w + off + t bs + o os + k ks, into panels
- * wp (batch, ceil(out / PW), in, PW), PW = linear.PK_NV x linear.VW. */
+ * wp (batch, ceil(out / PW), in, PW), PW = linear.PK_NV x linear.VW (gated: linear.cl's
+ * panel_row). */
 clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t off, int64_t os,
                             int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
-                            cl_mem wp);
+                            int gated, cl_mem wp);
 /* What a packed block-type linear of one or two rows (decoding) fuses: g not NULL, an RMSNorm of
  * x (its gamma (in) and eps) before the product, the norm's launch saved; acc, y += the result
  * (beta 1: the residual add). Only where clf__linear_fuses says so. */
@@ -475,6 +490,12 @@ bool clf__linear_fuses(const clf_context *ctx, const clf_tensor *wp, int64_t row
 clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
                               int64_t out, const clf_tensor *bias, clf_activation act,
                               clf_tensor *y, const clf_lin_fuse *f);
+/* clf__linear_packed on gated panels wp of out = 2F outputs: glu 0, y (..., 2F) as W's rows
+ * order them (gate then up); glu 1, y (..., F) = act(x W_gate^T + b_gate) (x W_up^T + b_up),
+ * gated_act's product, in the same launch. */
+clf_status clf__linear_packed_gated(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                                    int64_t out, const clf_tensor *bias, clf_activation act,
+                                    int glu, clf_tensor *y, const clf_lin_fuse *f);
 /* One part of a stack of linear weights of different types (models: a GGUF file's Q4_K attn_q
  * and attn_k beside a Q6_K attn_v): y[r, col + o] = act(x W^T + bias)[r, o] for the out outputs
  * of w (out, in) or its packed panels, into y (..., Y) whose other columns are left as they are.

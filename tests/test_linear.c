@@ -512,6 +512,90 @@ static void test_linear_columns(void **state) {
         CLF_OK(clf_context_set_tunable(g_ctx, names[i], def[i]));
 }
 
+/* Gated panels (clf__linear_pack_gated: a GLU's gate | up weights (2F, in)) on rows of x: glu 0,
+ * y (rows, 2F) as W orders it, against the reference as any linear (bound above); glu 1, y (rows,
+ * F) = SiLU(gate + b_gate) (up + b_up), each factor within its linear's bound t_g, t_u: the
+ * product within 1.1 t_g |up| + |SiLU(gate)| t_u + t_g t_u (SiLU's slope is at most 1.1) plus
+ * SiLU's own bound. */
+static void glu_case(int64_t rows, int64_t in, int64_t f, int with_bias) {
+    const int64_t out = 2 * f, xs[2] = {rows, in}, ws[2] = {out, in}, ys[2] = {rows, out},
+                  ms[2] = {rows, f};
+    float *x = rng_floats(rows * in), *w = rng_floats(out * in), *b = rng_floats(out);
+    clf_tensor *tx = tensor_from(CLF_F32, 2, xs, x), *tw = tensor_from(CLF_F32, 2, ws, w);
+    clf_tensor *tb = tensor_from(CLF_F32, 1, &out, b), *tp = NULL;
+    double *lin = malloc(sizeof(double) * (size_t)(rows * out)),
+           *mag = malloc(sizeof(double) * (size_t)(rows * out));
+    ref_gemm(0, 1, rows, out, in, 1.0, x, in, w, in, 0.0, NULL, lin, out, mag);
+    CLF_OK(clf__linear_pack_gated(g_ctx, tw, &tp));
+    clf_tensor *ty = tensor_poisoned(CLF_F32, 2, ys), *tm = tensor_poisoned(CLF_F32, 2, ms);
+    CLF_OK(clf__linear_packed_gated(g_ctx, tx, tp, out, with_bias ? tb : NULL, CLF_ACT_IDENTITY, 0,
+                                    ty, NULL));
+    CLF_OK(clf__linear_packed_gated(g_ctx, tx, tp, out, with_bias ? tb : NULL, CLF_ACT_SILU, 1, tm,
+                                    NULL));
+    float *got = tensor_to_host(ty), *gm = tensor_to_host(tm);
+    for (int64_t r = 0; r < rows; r++) {
+        double v[2], tol[2];
+        for (int64_t j = 0; j < out; j++) {
+            const int64_t i = r * out + j;
+            const double want = lin[i] + (with_bias ? b[j] : 0.0);
+            const double t = (double)(in + 4) * 0x1p-24 * (mag[i] + fabs(b[j])) + 1e-30;
+            if (!(fabs((double)got[i] - want) <= t))
+                fail_msg("gated panels %lld x %lld, F %lld [%lld, %lld]: got %.9g want %.9g",
+                         (long long)rows, (long long)in, (long long)f, (long long)r, (long long)j,
+                         (double)got[i], want);
+        }
+        for (int64_t j = 0; j < f; j++) {
+            for (int h = 0; h < 2; h++) {
+                const int64_t i = r * out + j + h * f;
+                v[h] = lin[i] + (with_bias ? b[j + h * f] : 0.0);
+                tol[h] = (double)(in + 4) * 0x1p-24 * (mag[i] + fabs(b[j + h * f])) + 1e-30;
+            }
+            const double sg = ref_act(v[0], CLF_ACT_SILU), want = sg * v[1];
+            const double t = 1.1 * tol[0] * fabs(v[1]) + fabs(sg) * tol[1] + tol[0] * tol[1] +
+                             (1e-7 + 4.76837158203125e-7 * (fabs(sg) + fabs(v[0]))) * fabs(v[1]) +
+                             0x1p-23 * fabs(want);
+            if (!(fabs((double)gm[r * f + j] - want) <= t))
+                fail_msg("GLU %lld x %lld, F %lld [%lld, %lld]: got %.9g want %.9g",
+                         (long long)rows, (long long)in, (long long)f, (long long)r, (long long)j,
+                         (double)gm[r * f + j], want);
+        }
+    }
+    free(got);
+    free(gm);
+    free(x);
+    free(w);
+    free(b);
+    free(lin);
+    free(mag);
+    clf_tensor *ts[] = {tx, tw, tb, tp, ty, tm};
+    for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+        clf_tensor_free(ts[i]);
+}
+
+/* Gated panels, packed on every device (linear.PACK 1, linear.VW 16; panels of 2 vectors): rows
+ * 1, 2 (decoding), 3, 9 and 37 (every packed kernel; a simulator 1 and 3), F a multiple of the
+ * half panel and not (a partial last panel); refused where the outputs are odd. */
+static void test_linear_glu(void **state) {
+    (void)state;
+    rng_seed(62);
+    static const char *names[] = {"linear.PACK", "linear.VW", "linear.PK_NV"};
+    static const int64_t want[3] = {1, 16, 2};
+    int64_t def[3];
+    for (int i = 0; i < 3; i++) {
+        CLF_OK(clf_context_get_tunable(g_ctx, names[i], &def[i]));
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], want[i]));
+    }
+    assert_true(clf__linear_gates(g_ctx, CLF_F32, 2));
+    const int sim = harness_on_simulator();
+    static const int64_t rows[5] = {1, 3, 2, 9, 37}, fs[3] = {16, 40, 7};
+    for (int r = 0; r < (sim ? 2 : 5); r++)
+        for (int i = 0; i < 3; i++)
+            glu_case(rows[r], 19, fs[i], (r + i) % 2);
+    assert_false(clf__linear_gates(g_ctx, CLF_F32, 13));
+    for (int i = 0; i < 3; i++)
+        CLF_OK(clf_context_set_tunable(g_ctx, names[i], def[i]));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
@@ -523,6 +607,7 @@ int main(void) {
         cmocka_unit_test(test_linear_small_caps),
         cmocka_unit_test(test_linear_f16),
         cmocka_unit_test(test_linear_columns),
+        cmocka_unit_test(test_linear_glu),
     };
     return HARNESS_RUN("linear", tests);
 }

@@ -207,14 +207,38 @@ static void test_f16_storage(void **state) {
     assert_non_null(strstr(clf_context_last_error(g_ctx), "cache_dtype"));
 }
 
+/* A step of the batch s of two on ids (2, T) taking n[b] of sequence b's, and of each alone[b] on
+ * its n[b] ids (none where n[b] is 0): each sequence's last logits (lg (2, V)) equal its own
+ * (lg1 (1, V)). */
+static void step_vs_alone(const char *what, const char *name, const ref *r, clf_lm_state *s,
+                          clf_lm_state **alone, const int32_t *ids, int64_t T, const int64_t *n,
+                          clf_tensor *lg, clf_tensor *lg1) {
+    const int64_t V = lg->shape[1];
+    clf_tensor *t = ids_tensor(2, T, ids);
+    CLF_OK(clf_lm_state_step(s, t, n, lg));
+    clf_tensor_free(t);
+    float *got = tensor_to_host(lg);
+    for (int b = 0; b < 2; b++) {
+        if (!n[b]) continue;
+        clf_tensor *one = ids_tensor(1, n[b], ids + b * T);
+        CLF_OK(clf_lm_state_step(alone[b], one, NULL, lg1));
+        clf_tensor_free(one);
+        float *want = tensor_to_host(lg1);
+        check_logits(what, name, got + b * V, want, V, r->scale);
+        free(want);
+    }
+    free(got);
+}
+
 /* Two prompts of 9 and 5 tokens in one batch (right-padded, n_new 9 and 5), then steps where one
  * sequence advances and the other waits: each sequence's logits equal its run alone (B = 1), and
- * the prefill's equal the reference. */
+ * the prefill's equal the reference. The last step fills sequence 0 to the state's max_len with a
+ * padding row past it (which must not be stored: it would land in sequence 1's cache). */
 static void batch_of_lengths_case(const char *name, clf_lm *m, const clf_lm_info *info,
                                   const ref *r) {
     const int64_t V = info->vocab_size;
     clf_lm_state *s = NULL, *alone[2] = {NULL, NULL};
-    CLF_OK(clf_lm_state_create(m, 2, 20, &s));
+    CLF_OK(clf_lm_state_create(m, 2, 12, &s));
     int32_t pad[18];
     memcpy(pad, r->prompt0, sizeof(r->prompt0));
     memcpy(pad + 9, r->prompt1, sizeof(r->prompt1));
@@ -243,23 +267,15 @@ static void batch_of_lengths_case(const char *name, clf_lm *m, const clf_lm_info
     const int64_t adv[3][2] = {{1, 1}, {0, 1}, {1, 1}};
     for (int st = 0; st < 3; st++) {
         int32_t tok[2] = {(int32_t)(17 + st), (int32_t)(40 + 3 * st)};
-        ids = ids_tensor(2, 1, tok);
-        CLF_OK(clf_lm_state_step(s, ids, adv[st], lg));
-        clf_tensor_free(ids);
-        got = tensor_to_host(lg);
-        for (int b = 0; b < 2; b++) {
-            if (!adv[st][b]) continue;
-            clf_tensor *one = ids_tensor(1, 1, &tok[b]);
-            CLF_OK(clf_lm_state_step(alone[b], one, NULL, lg1));
-            clf_tensor_free(one);
-            float *want = tensor_to_host(lg1);
-            check_logits("batch vs alone", name, got + b * V, want, V, r->scale);
-            free(want);
-        }
-        free(got);
+        step_vs_alone("batch vs alone", name, r, s, alone, tok, 1, adv[st], lg, lg1);
     }
     assert_int_equal(clf_lm_state_length(s, 0), 11);
     assert_int_equal(clf_lm_state_length(s, 1), 8);
+    /* sequence 0 one token (to max_len 12, its padding row at position 12), sequence 1 two */
+    const int32_t two[4] = {23, 3, 51, 52};
+    const int64_t last[2] = {1, 2};
+    step_vs_alone("batch vs alone at max_len", name, r, s, alone, two, 2, last, lg, lg1);
+    assert_int_equal(clf_lm_state_length(s, 0), 12);
     clf_tensor_free(lg);
     clf_tensor_free(lg1);
     clf_lm_state_free(s);

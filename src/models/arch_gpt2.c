@@ -165,7 +165,7 @@ static clf_status gpt2_block(clf_context *ctx, const clf_lm *m, const clf_lm_lay
                              clf_lm_ws *ws) {
     CLF_TRY(gpt2_norm(ctx, m, &l->n1, ws, &ws->h, &ws->x));
     CLF_TRY(clf__lin(ctx, &ws->x, &l->qkv, CLF_ACT_IDENTITY, &ws->qkv)); /* (B, T, 3d) */
-    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));
+    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws, 0));
     CLF_TRY(clf__lin(ctx, &ws->att, &l->o, CLF_ACT_IDENTITY, &ws->o));
     CLF_TRY(clf__lm_reduce(ctx, m, ws, &ws->o)); /* a shard's partial sums: summed over shards */
     ws->pending = 1;

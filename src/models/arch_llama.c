@@ -167,7 +167,7 @@ static clf_status llama_load(clf_loader *L, clf_lm *m) {
         CLF_TRY(clf__load(L, k_n2, d, 0, &l->n2.g));
         L->cut = CLF_CUT_ROWS; /* a tensor-parallel shard's heads and FFN columns */
         CLF_TRY(clf__load_stack(L, qkv, 3, qkv_rows, d, m->cfg.qkv_bias, &l->qkv));
-        CLF_TRY(clf__load_stack(L, gu, 2, gu_rows, d, 0, &l->up));
+        CLF_TRY(clf__load_glu(L, gu, gu_rows, d, &l->up)); /* gated panels where packed */
         L->cut = CLF_CUT_COLS;
         CLF_TRY(clf__load_lin(L, k_o, d, q, 0, &l->o));
         CLF_TRY(clf__load_lin(L, k_down, d, F, 0, &l->down));
@@ -191,17 +191,19 @@ static clf_status llama_norm(clf_context *ctx, const clf_lm *m, const clf_norm *
     return clf_rmsnorm(ctx, &ws->o, h, n->g, eps, h, x);
 }
 
-/* y = lin(RMSNorm(h) * g): fused where lin takes it (no sublayer output pending), else through
- * x = llama_norm. */
+/* y = lin(RMSNorm(h) * g), or with glu (a gated lin) y = SiLU(gate) up of it: the norm fused where
+ * lin takes it (no sublayer output pending), else through x = llama_norm. */
 static clf_status llama_norm_lin(clf_context *ctx, const clf_lm *m, const clf_norm *n,
-                                 const clf_lin *lin, clf_lm_ws *ws, clf_tensor *y) {
+                                 const clf_lin *lin, int glu, clf_lm_ws *ws, clf_tensor *y) {
     if (!ws->pending && m->shard.size <= 1 &&
         clf__lin_fuses(ctx, lin, ws->h.numel / m->cfg.info.hidden_size)) {
         const clf_lin_fuse f = {n->g, m->cfg.norm_eps, 0};
-        return clf__lin_fused(ctx, &ws->h, lin, y, &f);
+        return glu ? clf__lin_glu(ctx, &ws->h, lin, CLF_ACT_SILU, y, &f)
+                   : clf__lin_fused(ctx, &ws->h, lin, y, &f);
     }
     CLF_TRY(llama_norm(ctx, m, n, ws, &ws->h, &ws->x));
-    return clf__lin(ctx, &ws->x, lin, CLF_ACT_IDENTITY, y);
+    return glu ? clf__lin_glu(ctx, &ws->x, lin, CLF_ACT_SILU, y, NULL)
+               : clf__lin(ctx, &ws->x, lin, CLF_ACT_IDENTITY, y);
 }
 
 /* A sublayer's output lin(x) into the stream: added into h by lin itself where it takes that (no
@@ -226,12 +228,22 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
     clf_rope_params rp = clf_rope_default_params(in->heads + in->kv_heads, in->head_dim);
     rp.inv_freq = ws->freq;
     rp.positions = ws->offs; /* sequence b's new tokens from position length(b) */
-    CLF_TRY(llama_norm_lin(ctx, m, &l->n1, &l->qkv, ws, &ws->qkv)); /* (B, T, q + 2 kv) */
-    CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));                          /* query and key heads */
-    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws));        /* (B, T, q) */
-    CLF_TRY(llama_residual(ctx, m, &l->o, &ws->att, ws));           /* h += o */
-    CLF_TRY(llama_norm_lin(ctx, m, &l->n2, &l->up, ws, &ws->up));   /* (B, T, 2F) */
-    CLF_TRY(clf_gated_act(ctx, &ws->up, NULL, CLF_ACT_SILU, &ws->mid));
+    CLF_TRY(llama_norm_lin(ctx, m, &l->n1, &l->qkv, 0, ws, &ws->qkv)); /* (B, T, q + 2 kv) */
+    /* query and key heads rotated, and the new keys and values into the cache in that launch
+     * (rope.APPEND) or copied after it */
+    const int app = clf__tun(ctx, CLF_T_ROPE_APPEND) != 0;
+    if (app)
+        CLF_TRY(clf__rope_append(ctx, &ws->qkv, &rp, in->kv_heads, kv, &ws->lens));
+    else
+        CLF_TRY(clf_rope(ctx, &ws->qkv, &rp));
+    CLF_TRY(clf__lm_attend(ctx, m, kv, lengths, n_new, ws, app)); /* (B, T, q) */
+    CLF_TRY(llama_residual(ctx, m, &l->o, &ws->att, ws));         /* h += o */
+    if (l->up.gated) { /* SwiGLU in the gate | up launch: (B, T, F) */
+        CLF_TRY(llama_norm_lin(ctx, m, &l->n2, &l->up, 1, ws, &ws->mid));
+    } else {
+        CLF_TRY(llama_norm_lin(ctx, m, &l->n2, &l->up, 0, ws, &ws->up)); /* (B, T, 2F) */
+        CLF_TRY(clf_gated_act(ctx, &ws->up, NULL, CLF_ACT_SILU, &ws->mid));
+    }
     return llama_residual(ctx, m, &l->down, &ws->mid, ws);
 }
 

@@ -245,7 +245,16 @@ clf_status clf__load(clf_loader *L, const char *name, int64_t rows, int64_t cols
 /* Converts a (out, in) F32 weight to `dtype` (rounded, or quantized as clf_quantize does), then
  * replaces it by its packed panels when the device prefers them (linear.PACK: CPUs) and the type
  * has panels there (clf__linear_packs), see clf__linear_pack. */
+static clf_status pack_with(clf_context *ctx, clf_dtype dtype, int *gated, clf_tensor **w);
+
 clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
+    int gated = 0;
+    return pack_with(ctx, dtype, &gated, w);
+}
+
+/* clf__pack; *gated 1 asks for gated panels (a GLU's gate | up) and stays 1 where they were made,
+ * else becomes 0. */
+static clf_status pack_with(clf_context *ctx, clf_dtype dtype, int *gated, clf_tensor **w) {
     if (*w && dtype != CLF_F32 && (*w)->dtype == CLF_F32) {
         const int64_t n = (*w)->numel;
         float *h = malloc(sizeof(float) * (size_t)n);
@@ -269,16 +278,31 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w) {
         clf_tensor_free(*w);
         *w = t;
     }
+    *gated = *gated && *w && (*w)->ndim == 2 && clf__linear_packs(ctx, (*w)->dtype) &&
+             clf__linear_gates(ctx, (*w)->dtype, (*w)->shape[0]);
     if (!*w || !clf__linear_packs(ctx, (*w)->dtype)) return CLF_SUCCESS;
     clf_tensor *p = NULL;
-    CLF_TRY(clf__linear_pack(ctx, *w, &p));
+    CLF_TRY(*gated ? clf__linear_pack_gated(ctx, *w, &p) : clf__linear_pack(ctx, *w, &p));
     clf_tensor_free(*w);
     *w = p;
     return CLF_SUCCESS;
 }
 
+static clf_status load_stack(clf_loader *L, const char *const *stems, int count,
+                             const int64_t *rows, int64_t cols, int bias, int glu, clf_lin *l);
+
 clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, const int64_t *rows,
                            int64_t cols, int bias, clf_lin *l) {
+    return load_stack(L, stems, count, rows, cols, bias, 0, l);
+}
+
+clf_status clf__load_glu(clf_loader *L, const char *const *stems, const int64_t *rows, int64_t cols,
+                         clf_lin *l) {
+    return load_stack(L, stems, 2, rows, cols, 0, 1, l);
+}
+
+static clf_status load_stack(clf_loader *L, const char *const *stems, int count,
+                             const int64_t *rows, int64_t cols, int bias, int glu, clf_lin *l) {
     char w[3][160], b[3][160];
     const char *wn[3], *bn[3];
     int type[3];
@@ -307,7 +331,10 @@ clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, c
                                           : rows[j];
         CLF_TRY(clf__load_rows(L, wn + start, i - start, rows + start, cols, 0, tw));
         if (bias) CLF_TRY(clf__load_rows(L, bn + start, i - start, rows + start, 0, 0, tb));
-        CLF_TRY(clf__pack(L->ctx, L->weight_dtype, tw));
+        /* a GLU's gate | up in one run (one type): gated panels where they pack */
+        int gated = glu && start == 0 && i == count;
+        CLF_TRY(pack_with(L->ctx, L->weight_dtype, &gated, tw));
+        if (!run) l->gated = gated;
         if (run) {
             l->more[run - 1].out = out;
             l->more[run - 1].n_tensors = i - start;
@@ -451,6 +478,8 @@ clf_status clf__check_ids(clf_context *ctx, const clf_tensor *ids, const clf_ten
 static clf_status lin_with(clf_context *ctx, const clf_tensor *x, const clf_lin *l,
                            clf_activation act, clf_tensor *y, const clf_lin_fuse *f) {
     if (!l->n_more) {
+        if (l->gated) /* gated panels: the outputs in W's order */
+            return clf__linear_packed_gated(ctx, x, l->w, l->out, l->b, act, 0, y, f);
         if (l->w->ndim == 3)
             return clf__linear_packed(ctx, x, l->w, y->shape[y->ndim - 1], l->b, act, y, f);
         return clf_linear(ctx, x, l->w, l->b, act, y);
@@ -485,6 +514,13 @@ bool clf__lin_fuses(const clf_context *ctx, const clf_lin *l, int64_t rows) {
 clf_status clf__lin_fused(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_tensor *y,
                           const clf_lin_fuse *f) {
     return lin_with(ctx, x, l, CLF_ACT_IDENTITY, y, f);
+}
+
+clf_status clf__lin_glu(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
+                        clf_tensor *y, const clf_lin_fuse *f) {
+    if (!l->gated || l->n_more)
+        return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: a GLU on weights not gated");
+    return clf__linear_packed_gated(ctx, x, l->w, l->out, l->b, act, 1, y, f);
 }
 
 clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,

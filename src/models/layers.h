@@ -46,6 +46,7 @@ typedef struct clf_lin {
     int64_t out;
     int n_tensors;
     clf_lin_part more[2];
+    int gated; /* a GLU's gate | up (2F, in) as gated panels (clf__load_glu) */
 } clf_lin;
 
 typedef struct clf_norm {
@@ -166,6 +167,11 @@ clf_status clf__pack(clf_context *ctx, clf_dtype dtype, clf_tensor **w);
  * different types, one per run of a type (clf_lin.more): nothing is converted. */
 clf_status clf__load_stack(clf_loader *L, const char *const *stems, int count, const int64_t *rows,
                            int64_t cols, int bias, clf_lin *l);
+/* A GLU's gate and up stems (rows F each, no biases) as clf__load_stack stacks them, as gated
+ * panels (l->gated) where they are one run of one type and the device packs them
+ * (clf__linear_gates): then clf__lin_glu runs the GLU in their launch. */
+clf_status clf__load_glu(clf_loader *L, const char *const *stems, const int64_t *rows, int64_t cols,
+                         clf_lin *l);
 /* <stem>.weight (out, in) and, with bias, <stem>.bias (out), packed for the device. */
 clf_status clf__load_lin(clf_loader *L, const char *stem, int64_t out, int64_t in, int bias,
                          clf_lin *l);
@@ -213,6 +219,10 @@ bool clf__lin_fuses(const clf_context *ctx, const clf_lin *l, int64_t rows);
 /* clf__lin with f fused (act identity); only where clf__lin_fuses says so. */
 clf_status clf__lin_fused(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_tensor *y,
                           const clf_lin_fuse *f);
+/* y (..., F) = act(x W_gate^T) (x W_up^T) for a gated l (clf__load_glu), with f (NULL, or a
+ * fused norm where clf__lin_fuses says so) in the same launch. */
+clf_status clf__lin_glu(clf_context *ctx, const clf_tensor *x, const clf_lin *l, clf_activation act,
+                        clf_tensor *y, const clf_lin_fuse *f);
 /* y = LayerNorm(x + r) with n's weight and bias. */
 clf_status clf__add_norm(clf_context *ctx, const clf_tensor *x, const clf_tensor *r,
                          const clf_norm *n, float eps, clf_tensor *y);

@@ -195,9 +195,10 @@ clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_lm_ws *ws, clf_
 clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_t n);
 
 /* Shared by the blocks: appends the K | V columns (from column q) of the first n_new[b] rows of
- * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length, then attends (causal over each
- * sequence's cache, grouped-query) into ws->att. */
+ * each sequence of ws->qkv (B, T, q + 2 kv) to kv at its length (unless appended: stored
+ * already, clf__rope_append), then attends (causal over each sequence's cache, grouped-query)
+ * into ws->att. */
 clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,
-                          const int64_t *n_new, clf_lm_ws *ws);
+                          const int64_t *n_new, clf_lm_ws *ws, int appended);
 
 #endif /* CLFORMER_MODELS_LM_H */

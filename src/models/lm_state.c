@@ -228,7 +228,7 @@ static void ws_views(clf_lm_state *s, int p, int64_t T, clf_lm_ws *ws) {
 }
 
 clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,
-                          const int64_t *n_new, clf_lm_ws *ws) {
+                          const int64_t *n_new, clf_lm_ws *ws, int appended) {
     const clf_lm_info *in = &m->cfg.info;
     const int64_t B = ws->qkv.shape[0], T = ws->qkv.shape[1];
     const size_t q = (size_t)(in->heads * in->head_dim), w = (size_t)(in->kv_heads * in->head_dim);
@@ -236,7 +236,7 @@ clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, con
     bool alike = true;
     for (int64_t b = 1; b < B; b++)
         alike = alike && lengths[b] == lengths[0] && n_new[b] == n_new[0];
-    for (int64_t b = 0; b < B; b += alike ? B : 1) {
+    for (int64_t b = 0; b < B && !appended; b += alike ? B : 1) {
         if (!n_new[b]) continue;
         const clf_rows_at src = {&ws->qkv, q + 2 * w, (size_t)T, q, 0};
         const clf_rows_at dst = {kv, 2 * w, (size_t)kv->shape[1], 0, (size_t)lengths[b]};

@@ -75,7 +75,7 @@ static clf_status gemm_packed(clf_context *ctx, clf_transpose ta, clf_transpose 
     /* W[o][kk] = op(B)[kk][o]: B stored (k, n) (no transpose) or (n, k). */
     if (st == CLF_SUCCESS)
         st = clf__pack_panels(ctx, b->mem, CLF_F32, b_offset, tb ? ldb : 1, tb ? 1 : ldb, b_stride,
-                              k, n, packs, wp);
+                              k, n, packs, 0, wp);
     if (st != CLF_SUCCESS) return st;
     /* x[r][kk] = op(A)[r][kk]: A stored (m, k) (no transpose) or (k, m). */
     const clf_packed_call pc = {.x = a->mem,

@@ -236,7 +236,7 @@ void clf_linear_weights_free(clf_linear_weights *w) {
 
 clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t off, int64_t os,
                             int64_t ks, int64_t bs, int64_t in, int64_t out, int64_t batch,
-                            cl_mem wp) {
+                            int gated, cl_mem wp) {
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     const int64_t nb = (out + pw - 1) / pw;
     clf_status st = clf__check_int(ctx, nb * pw, "pack: output size");
@@ -249,10 +249,11 @@ clf_status clf__pack_panels(clf_context *ctx, cl_mem w, clf_dtype wtype, int64_t
     if ((st = clf__kernel_fit(ctx, CLF_K_PACK_PANELS, &defs, 3, none, &k)) != CLF_SUCCESS)
         return st;
     cl_long c_off = off, c_os = os, c_ks = ks, c_bs = bs;
-    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out, c_gated = gated;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &w, sizeof(cl_long), &c_off, sizeof(cl_long), &c_os,
                        sizeof(cl_long), &c_ks, sizeof(cl_long), &c_bs, sizeof(cl_mem), &wp,
-                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
+                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, sizeof(cl_int), &c_gated,
+                       (size_t)0);
     const size_t global[3] = {(size_t)pw, (size_t)in, (size_t)(nb * batch)};
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_PANELS, k, 3, global, NULL);
     return st;
@@ -315,7 +316,7 @@ static clf_status packed_xq(clf_context *ctx, const clf_packed_call *c) {
     if (st == CLF_SUCCESS) st = clf__kernel_fit(ctx, CLF_K_LINEAR_PACKED_XQ, &defs, 3, one, &k);
     cl_mem bm = c->has_bias ? c->bias : c->wp;
     cl_long y_off = c->y_off, y_rs = c->y_rs;
-    cl_int has_bias = c->has_bias, act = c->act;
+    cl_int has_bias = c->has_bias, act = c->act | c->gate << 8;
     if (st == CLF_SUCCESS)
         st = clf__set_args(ctx, k, sizeof(cl_mem), &xq, sizeof(cl_long), &xm_off, sizeof(cl_int),
                            &rows, sizeof(cl_mem), &c->wp, sizeof(cl_mem), &bm, sizeof(cl_int),
@@ -396,8 +397,9 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
     cl_mem bm = c->has_bias ? c->bias : c->wp;
     cl_long x_off = c->x_off, x_rs = c->x_rs, x_ks = c->x_ks, x_bs = c->x_bs, wp_bs = c->wp_bs;
     cl_long y_off = c->y_off, y_rs = c->y_rs, y_bs = c->y_bs;
-    cl_int rows = (cl_int)c->rows, has_bias = c->has_bias, act = c->act, in = (cl_int)c->in,
-           out = (cl_int)c->out, has_norm = c->norm_g != NULL;
+    /* act and the gated flags (linear.cl, packed_rows) */
+    cl_int rows = (cl_int)c->rows, has_bias = c->has_bias, act = c->act | c->gate << 8,
+           in = (cl_int)c->in, out = (cl_int)c->out, has_norm = c->norm_g != NULL;
     float alpha = c->alpha, beta = c->beta, eps = c->eps;
     cl_mem ng = has_norm ? c->norm_g : c->wp;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &c->x, sizeof(cl_long), &x_off, sizeof(cl_long),
@@ -417,7 +419,7 @@ clf_status clf__packed_run(clf_context *ctx, const clf_packed_call *call) {
 
 /* A block type's panels (pack_blocks): one item per block of a row. */
 static clf_status pack_blocks(clf_context *ctx, const clf_tensor *w, int64_t in, int64_t out,
-                              cl_mem wp) {
+                              int gated, cl_mem wp) {
     const int64_t pw = clf__tun(ctx, CLF_T_LINEAR_PK_NV) * clf__tun(ctx, CLF_T_LINEAR_VW);
     const int64_t nb = (out + pw - 1) / pw, nblk = in / clf_dtype_block(w->dtype);
     clf_status st = clf__check_int(ctx, nb * pw, "pack: output size");
@@ -429,15 +431,22 @@ static clf_status pack_blocks(clf_context *ctx, const clf_tensor *w, int64_t in,
     if ((st = clf__kernel_fit(ctx, CLF_K_PACK_BLOCKS, &defs, 3, none, &k)) != CLF_SUCCESS)
         return st;
     cl_long w_rs = (cl_long)clf_dtype_row_bytes(w->dtype, in);
-    cl_int c_in = (cl_int)in, c_out = (cl_int)out;
+    cl_int c_in = (cl_int)in, c_out = (cl_int)out, c_gated = gated;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &w->mem, sizeof(cl_long), &w_rs, sizeof(cl_mem), &wp,
-                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, (size_t)0);
+                       sizeof(cl_int), &c_in, sizeof(cl_int), &c_out, sizeof(cl_int), &c_gated,
+                       (size_t)0);
     const size_t global[3] = {(size_t)pw, (size_t)nblk, (size_t)nb};
     if (st == CLF_SUCCESS) st = clf__launch(ctx, CLF_K_PACK_BLOCKS, k, 3, global, NULL);
     return st;
 }
 
-clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
+bool clf__linear_gates(const clf_context *ctx, clf_dtype t, int64_t out) {
+    return packable(ctx, t) && clf__tun(ctx, CLF_T_LINEAR_GLU) &&
+           clf__tun(ctx, CLF_T_LINEAR_PK_NV) % 2 == 0 && out % 2 == 0 && out > 0;
+}
+
+static clf_status linear_pack(clf_context *ctx, const clf_tensor *w, int gated,
+                              clf_tensor **packed) {
     *packed = NULL;
     clf_status st = check_weights(ctx, w, "w");
     if (st != CLF_SUCCESS) return st;
@@ -454,14 +463,26 @@ clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **
     int64_t shape[3] = {(out + pw - 1) / pw, blocks ? pw : in, blocks ? in : pw};
     clf_tensor *t = NULL;
     if ((st = clf_tensor_create(ctx, w->dtype, 3, shape, &t)) != CLF_SUCCESS) return st;
-    st = blocks ? pack_blocks(ctx, w, in, out, t->mem)
-                : clf__pack_panels(ctx, w->mem, w->dtype, 0, in, 1, 0, in, out, 1, t->mem);
+    if (gated && !clf__linear_gates(ctx, w->dtype, out))
+        st = clf__fail(ctx, CLF_ERROR_INTERNAL, "pack: gated panels of %lld rows", (long long)out);
+    else
+        st = blocks
+                 ? pack_blocks(ctx, w, in, out, gated, t->mem)
+                 : clf__pack_panels(ctx, w->mem, w->dtype, 0, in, 1, 0, in, out, 1, gated, t->mem);
     if (st != CLF_SUCCESS) {
         clf_tensor_free(t);
         return st;
     }
     *packed = t;
     return CLF_SUCCESS;
+}
+
+clf_status clf__linear_pack(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
+    return linear_pack(ctx, w, 0, packed);
+}
+
+clf_status clf__linear_pack_gated(clf_context *ctx, const clf_tensor *w, clf_tensor **packed) {
+    return linear_pack(ctx, w, 1, packed);
 }
 
 int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows) {
@@ -475,7 +496,7 @@ int64_t clf__linear_packed_rows(const clf_context *ctx, int64_t rows) {
 
 /* clf__linear_packed into columns y_off .. y_off + out - 1 of y, rows y_rs apart. */
 static clf_status packed_into(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
-                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              int64_t out, const clf_tensor *bias, clf_activation act, int gate,
                               clf_tensor *y, int64_t y_off, int64_t y_rs, const clf_lin_fuse *f) {
     const int64_t in = x->shape[x->ndim - 1], rows = x->numel / in;
     if (f && !clf__linear_fuses(ctx, wp, rows))
@@ -506,13 +527,14 @@ static clf_status packed_into(clf_context *ctx, const clf_tensor *x, const clf_t
                                .out = out,
                                .batch = 1,
                                .norm_g = f && f->g ? f->g->mem : NULL,
-                               .eps = f ? f->eps : 0.0f};
+                               .eps = f ? f->eps : 0.0f,
+                               .gate = gate};
     return clf__packed_run(ctx, &c);
 }
 
-clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
-                              int64_t out, const clf_tensor *bias, clf_activation act,
-                              clf_tensor *y, const clf_lin_fuse *f) {
+static clf_status linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                                int64_t out, const clf_tensor *bias, clf_activation act, int gate,
+                                clf_tensor *y, const clf_lin_fuse *f) {
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, y, "y", CLF_F32);
     if (st == CLF_SUCCESS && bias) st = clf__check_tensor(ctx, bias, "bias", CLF_F32);
@@ -527,8 +549,10 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
     const bool blocks = clf_dtype_block(wp->dtype) > 1;
     const int64_t wp_in = wp->ndim == 3 ? wp->shape[blocks ? 2 : 1] : -1;
     const int64_t wp_pw = wp->ndim == 3 ? wp->shape[blocks ? 1 : 2] : -1;
+    /* the GLU's y: out / 2 columns */
     bool ok = wp->ndim == 3 && wp_in == in && wp->shape[0] * wp_pw >= out && y->ndim == x->ndim &&
-              y->shape[y->ndim - 1] == out && (!bias || bias->numel == out);
+              y->shape[y->ndim - 1] == (gate == 2 ? out / 2 : out) &&
+              (!bias || bias->numel == out) && (!gate || clf__linear_gates(ctx, wp->dtype, out));
     for (int i = 0; ok && i < x->ndim - 1; i++)
         ok = x->shape[i] == y->shape[i];
     if (!ok)
@@ -543,7 +567,19 @@ clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_t
                          "(linear.PK_NV x linear.VW) say %lld: pack them again",
                          (long long)wp_pw, (long long)pw);
     if ((st = check_weights(ctx, wp, "packed weights")) != CLF_SUCCESS) return st;
-    return packed_into(ctx, x, wp, out, bias, act, y, 0, out, f);
+    return packed_into(ctx, x, wp, out, bias, act, gate, y, 0, gate == 2 ? out / 2 : out, f);
+}
+
+clf_status clf__linear_packed(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                              int64_t out, const clf_tensor *bias, clf_activation act,
+                              clf_tensor *y, const clf_lin_fuse *f) {
+    return linear_packed(ctx, x, wp, out, bias, act, 0, y, f);
+}
+
+clf_status clf__linear_packed_gated(clf_context *ctx, const clf_tensor *x, const clf_tensor *wp,
+                                    int64_t out, const clf_tensor *bias, clf_activation act,
+                                    int glu, clf_tensor *y, const clf_lin_fuse *f) {
+    return linear_packed(ctx, x, wp, out, bias, act, glu ? 2 : 1, y, f);
 }
 
 clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_tensor *w, int64_t out,
@@ -554,7 +590,7 @@ clf_status clf__linear_cols(clf_context *ctx, const clf_tensor *x, const clf_ten
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): identity or ReLU only");
     if (col < 0 || col + out > y_rs || y->numel / y_rs != rows)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear (columns): outside y");
-    if (w->ndim == 3) return packed_into(ctx, x, w, out, bias, act, y, col, y_rs, f);
+    if (w->ndim == 3) return packed_into(ctx, x, w, out, bias, act, 0, y, col, y_rs, f);
     if (f)
         return clf__fail(ctx, CLF_ERROR_INTERNAL, "linear: a fused norm or sum where none fuses");
     if (rows <= clf__tun(ctx, CLF_T_LINEAR_SKINNY_MAX) || !clf__tun(ctx, CLF_T_LINEAR_TILED))

@@ -43,9 +43,44 @@ static clf_status check_positions(clf_context *ctx, const clf_rope_params *p, in
     return CLF_SUCCESS;
 }
 
+/* The KV append of clf__rope_append (NULL: none). */
+typedef struct rope_app {
+    int64_t kv_heads;
+    clf_tensor *cache;
+    const clf_tensor *lens;
+} rope_app;
+
+static clf_status rope_run(clf_context *ctx, clf_tensor *x, const clf_rope_params *p,
+                           const rope_app *app);
+
 clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
     if (!ctx) return CLF_ERROR_INVALID_ARGUMENT;
     clf__clear_error(ctx);
+    return rope_run(ctx, x, p, NULL);
+}
+
+clf_status clf__rope_append(clf_context *ctx, clf_tensor *x, const clf_rope_params *p,
+                            int64_t kv_heads, clf_tensor *cache, const clf_tensor *lens) {
+    if (!ctx || !p || !x) return CLF_ERROR_INVALID_ARGUMENT;
+    clf_status st = clf__check_tensor(ctx, cache, "cache", cache ? cache->dtype : CLF_F32);
+    if (st == CLF_SUCCESS) st = clf__check_tensor(ctx, lens, "lens", CLF_I32);
+    if (st != CLF_SUCCESS) return st;
+    const int64_t B = x->ndim == 3 ? x->shape[0] : 1, n = x->shape[x->ndim - 2];
+    const bool ok =
+        x->ndim == 3 && (cache->dtype == CLF_F32 || cache->dtype == CLF_F16) && cache->ndim == 3 &&
+        cache->shape[0] == B && cache->shape[2] == 2 * kv_heads * p->head_dim && kv_heads >= 1 &&
+        kv_heads < p->heads && p->col == 0 && (p->heads + kv_heads) * p->head_dim <= x->shape[2] &&
+        (p->rotary_dim == 0 || p->rotary_dim == p->head_dim) && lens->numel == B * n;
+    if (!ok)
+        return clf__fail(ctx, CLF_ERROR_SHAPE_MISMATCH,
+                         "rope append: a (B, T, W) QKV, a (B, max_len, 2 kv Dh) F32 or F16 cache, "
+                         "whole heads rotated and (B, T) lengths are required");
+    const rope_app a = {kv_heads, cache, lens};
+    return rope_run(ctx, x, p, &a);
+}
+
+static clf_status rope_run(clf_context *ctx, clf_tensor *x, const clf_rope_params *p,
+                           const rope_app *app) {
     clf_status st = clf__check_tensor(ctx, x, "x", CLF_F32);
     if (st != CLF_SUCCESS) return st;
     if (!p) return clf__fail(ctx, CLF_ERROR_INVALID_ARGUMENT, "rope: params is NULL");
@@ -104,12 +139,21 @@ clf_status clf_rope(clf_context *ctx, clf_tensor *x, const clf_rope_params *p) {
     /* f_i = exp2(i * freq_log2), the exponent in double, rounded once. */
     float freq_log2 = p->inv_freq ? 0.0f : (float)(-2.0 * log2((double)p->theta) / (double)rd);
     cl_mem fm = p->inv_freq ? p->inv_freq->mem : x->mem;
+    /* the append: the cache, its type, the first key head, kv heads, the cache's batch and row
+     * strides in elements, the lengths (unused buffers: x) */
+    cl_mem cm = app ? app->cache->mem : x->mem, lm = app ? app->lens->mem : x->mem;
+    cl_int c_app = app ? (app->cache->dtype == CLF_F16 ? 2 : 1) : 0,
+           c_kh0 = app ? (cl_int)(p->heads - app->kv_heads) : 0,
+           c_kvh = app ? (cl_int)app->kv_heads : 0, c_crow = app ? (cl_int)app->cache->shape[2] : 0;
+    cl_long c_cb = app ? (cl_long)(app->cache->shape[1] * app->cache->shape[2]) : 0;
     st = clf__set_args(ctx, k, sizeof(cl_mem), &x->mem, sizeof(cl_long), &c_rows, sizeof(cl_int),
                        &c_n, sizeof(cl_int), &c_w, sizeof(cl_int), &c_col, sizeof(cl_int), &c_heads,
                        sizeof(cl_int), &c_dh, sizeof(cl_int), &c_rd, sizeof(cl_int), &layout,
                        sizeof(float), &freq_log2, sizeof(cl_mem), &fm, sizeof(cl_int), &has_freq,
                        sizeof(cl_mem), &pos, sizeof(cl_int), &mode, sizeof(cl_long), &c_off,
-                       (size_t)0);
+                       sizeof(cl_mem), &cm, sizeof(cl_int), &c_app, sizeof(cl_int), &c_kh0,
+                       sizeof(cl_int), &c_kvh, sizeof(cl_long), &c_cb, sizeof(cl_int), &c_crow,
+                       sizeof(cl_mem), &lm, (size_t)0);
     if (st != CLF_SUCCESS) return st;
     size_t global[2] = {clf__round_up(chunks, wg[0]), clf__round_up((size_t)rows, wg[1])};
     return clf__launch(ctx, CLF_K_ROPE, k, 2, global, wg);
