@@ -79,7 +79,7 @@ typedef struct clf_kernel_def {
 
 extern const char *const clf__prog_names[CLF_PROG_COUNT]; /* file stem, e.g. "softmax" */
 /* Parts prepended after common.cl and dtypes.cl, in order (file stems; NULL: none). */
-#define CLF_PRELUDES 2
+#define CLF_PRELUDES 3
 extern const char *const clf__prog_preludes[CLF_PROG_COUNT][CLF_PRELUDES];
 extern const clf_kernel_def clf__kernel_defs[CLF_K_COUNT];
 

@@ -17,7 +17,7 @@ const char *const clf__prog_names[CLF_PROG_COUNT] = {
 
 const char *const clf__prog_preludes[CLF_PROG_COUNT][CLF_PRELUDES] = {
     [CLF_PROG_ELEMENTWISE] = {"activation"},
-    [CLF_PROG_LINEAR] = {"activation", "linear_int"},
+    [CLF_PROG_LINEAR] = {"activation", "linear_int", "linear_tiled"},
 };
 
 /* Work-group dims per kernel: the -D macro each size is compiled in as (NULL: launch-time only),

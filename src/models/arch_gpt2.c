@@ -182,4 +182,4 @@ const clf_lm_arch clf__lm_gpt2 = {
     parse_gguf, k_gguf_names, sizeof(k_gguf_names) / sizeof(k_gguf_names[0]),
     2, /* c_fc, c_proj */
     gpt2_load,  gpt2_embed,   gpt2_block,
-    gpt2_norm};
+    gpt2_norm,  NULL /* LayerNorm: no fused form */};

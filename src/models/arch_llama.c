@@ -221,6 +221,13 @@ static clf_status llama_residual(clf_context *ctx, const clf_lm *m, const clf_li
     return CLF_SUCCESS;
 }
 
+/* The final norm in the head's launch (y = lin(RMSNorm(x) g) for x (rows, d)). */
+static clf_status llama_norm_head(clf_context *ctx, const clf_lm *m, const clf_norm *n,
+                                  const clf_tensor *x, const clf_lin *lin, clf_tensor *y) {
+    const clf_lin_fuse f = {n->g, m->cfg.norm_eps, 0};
+    return clf__lin_fused(ctx, x, lin, y, &f);
+}
+
 static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_layer *l,
                               clf_tensor *kv, const int64_t *lengths, const int64_t *n_new,
                               clf_lm_ws *ws) {
@@ -248,8 +255,8 @@ static clf_status llama_block(clf_context *ctx, const clf_lm *m, const clf_lm_la
 }
 
 const clf_lm_arch clf__lm_llama = {
-    k_hf_names, k_gguf_archs, parse_hf,
-    parse_gguf, k_gguf_names, sizeof(k_gguf_names) / sizeof(k_gguf_names[0]),
+    k_hf_names, k_gguf_archs,   parse_hf,
+    parse_gguf, k_gguf_names,   sizeof(k_gguf_names) / sizeof(k_gguf_names[0]),
     3, /* gate, up, down */
-    llama_load, llama_embed,  llama_block,
-    llama_norm};
+    llama_load, llama_embed,    llama_block,
+    llama_norm, llama_norm_head};

@@ -144,8 +144,10 @@ typedef struct clf_lm_ws {
  * info.arch the Hugging Face class the file's model is), its GGUF name map, the weight
  * matrices of its FFN (2, or 3 when gated), its loader (every weight of m, L->prefix free to
  * set), its embedding of ids (B, T) into ws->h, its block (in place on ws->h, the new keys and
- * values appended to kv (B, max_len, 2 kv) at each sequence's length), and its norm
- * (x = norm(h), first adding a pending sublayer output ws->o into h). */
+ * values appended to kv (B, max_len, 2 kv) at each sequence's length), its norm
+ * (x = norm(h), first adding a pending sublayer output ws->o into h), and optionally (NULL: none)
+ * its final norm fused into the head: y = lin(norm(x)) for x (rows, d) in lin's one launch,
+ * called only where clf__lin_fuses says lin takes a norm at those rows. */
 typedef struct clf_lm_arch {
     const char *const *hf_names;
     const char *const *gguf_archs;
@@ -160,6 +162,8 @@ typedef struct clf_lm_arch {
                         const int64_t *lengths, const int64_t *n_new, clf_lm_ws *ws);
     clf_status (*norm)(clf_context *ctx, const clf_lm *m, const clf_norm *n, clf_lm_ws *ws,
                        clf_tensor *h, clf_tensor *x);
+    clf_status (*norm_lin)(clf_context *ctx, const clf_lm *m, const clf_norm *n,
+                           const clf_tensor *x, const clf_lin *lin, clf_tensor *y);
 } clf_lm_arch;
 
 extern const clf_lm_arch clf__lm_llama; /* arch_llama.c */

@@ -490,16 +490,23 @@ static clf_status step(clf_lm_state *s, int64_t T, const clf_tensor *ids, const 
             ws.pending = 0;
         }
         const stage_ws *w = &s->st[last];
-        clf_tensor lastv = clf__view(w->last, B, 1, d), lx = clf__view(w->x, B, 1, d);
-        for (int64_t b = 0; b < B && st == CLF_SUCCESS; b++) {
+        /* one position a sequence (decoding): the stream's rows are the last ones */
+        clf_tensor lastv = T == 1 ? clf__view(&ws.h, B, 1, d) : clf__view(w->last, B, 1, d),
+                   lx = clf__view(w->x, B, 1, d);
+        for (int64_t b = 0; T > 1 && b < B && st == CLF_SUCCESS; b++) {
             const clf_rows_at src = {&ws.h, (size_t)d, (size_t)T, 0,
                                      (size_t)(nn[b] > 0 ? nn[b] - 1 : 0)};
             const clf_rows_at dst = {&lastv, (size_t)d, 1, 0, 0};
             st = clf__copy_rows(out_ctx, &src, &dst, (size_t)d, 1, (size_t)b, 1);
         }
-        if (st == CLF_SUCCESS) st = arch->norm(out_ctx, m, &m->final, &ws, &lastv, &lx);
-        clf_tensor lx2 = clf__view(w->x, B, d, 0);
-        if (st == CLF_SUCCESS) st = head(s, out_ctx, &lx2, lg);
+        clf_tensor l2 = clf__view(&lastv, B, d, 0), lx2 = clf__view(w->x, B, d, 0);
+        if (st == CLF_SUCCESS && arch->norm_lin && lg && m->shard.size <= 1 &&
+            clf__lin_fuses(out_ctx, &m->head, B)) { /* the final norm in the head's launch */
+            st = arch->norm_lin(out_ctx, m, &m->final, &l2, &m->head, lg);
+        } else {
+            if (st == CLF_SUCCESS) st = arch->norm(out_ctx, m, &m->final, &ws, &lastv, &lx);
+            if (st == CLF_SUCCESS) st = head(s, out_ctx, &lx2, lg);
+        }
     }
     if (st == CLF_SUCCESS && lg && lg != logits) { /* logits on another context: the host */
         float *h = malloc(lg->bytes);
