@@ -26,7 +26,9 @@ static int add(wlist *w, const char *prefix, const char *name, int64_t rows, int
                double scale, clf_rng *rng) {
     if (w->n == 64) return 1;
     size_t i = w->n++;
-    snprintf(w->names[i], sizeof(w->names[i]), "%s%s", prefix, name);
+    if (strlen(prefix) + strlen(name) >= sizeof(w->names[i])) return 1;
+    memcpy(w->names[i], prefix, strlen(prefix));
+    memcpy(w->names[i] + strlen(prefix), name, strlen(name) + 1);
     w->shapes[i][0] = rows;
     w->shapes[i][1] = cols;
     const int64_t n = rows * (cols ? cols : 1);
