@@ -369,47 +369,43 @@ static void test_cache_dir(void **state) {
     free(old_home);
 }
 
+/* Whether text occurs in program p's own file or one of its preludes. */
+static int in_program(int p, const char *text) {
+    int found = strstr(clf__embedded_find(clf__prog_names[p]), text) != NULL;
+    for (int j = 0; j < CLF_PRELUDES; j++)
+        found |=
+            clf__prog_preludes[p][j] && strstr(clf__embedded_find(clf__prog_preludes[p][j]), text);
+    return found;
+}
+
 static void test_embedded_sources(void **state) {
     (void)state;
     assert_non_null(clf__embedded_find("common"));
     for (int p = 0; p < CLF_PROG_COUNT; p++) {
-        const char *src = clf__embedded_find(clf__prog_names[p]);
-        assert_non_null(src);
-        const char *pre[CLF_PRELUDES];
-        for (int i = 0; i < CLF_PRELUDES; i++) {
-            pre[i] = clf__prog_preludes[p][i] ? clf__embedded_find(clf__prog_preludes[p][i]) : "";
-            assert_non_null(pre[i]);
-        }
+        assert_non_null(clf__embedded_find(clf__prog_names[p]));
+        for (int i = 0; i < CLF_PRELUDES; i++)
+            if (clf__prog_preludes[p][i])
+                assert_non_null(clf__embedded_find(clf__prog_preludes[p][i]));
         /* Every tunable of the program has an #ifndef default in its file or a prelude. */
         for (size_t i = 0; i < clf__tunable_count; i++) {
             if (clf__tunable_defs[i].prog != (clf_prog_id)p || clf__tunable_defs[i].host) continue;
             char guard[64];
             snprintf(guard, sizeof(guard), "#ifndef %s\n",
                      strchr(clf__tunable_defs[i].name, '.') + 1);
-            int found = strstr(src, guard) != NULL;
-            for (int j = 0; j < CLF_PRELUDES; j++)
-                found |= strstr(pre[j], guard) != NULL;
-            if (!found) fail_msg("%s: no %s", clf__tunable_defs[i].name, guard);
+            if (!in_program(p, guard)) fail_msg("%s: no %s", clf__tunable_defs[i].name, guard);
         }
     }
     for (int k = 0; k < CLF_K_COUNT; k++) {
         const clf_prog_id p = clf__kernel_defs[k].prog;
-        const char *src = clf__embedded_find(clf__prog_names[p]);
-        int found = strstr(src, clf__kernel_defs[k].name) != NULL; /* or in a prelude */
-        for (int j = 0; j < CLF_PRELUDES; j++)
-            found |= clf__prog_preludes[p][j] &&
-                     strstr(clf__embedded_find(clf__prog_preludes[p][j]), clf__kernel_defs[k].name);
-        if (!found) fail_msg("kernel %s is in no part of its program", clf__kernel_defs[k].name);
+        if (!in_program((int)p, clf__kernel_defs[k].name))
+            fail_msg("kernel %s is in no part of its program", clf__kernel_defs[k].name);
         /* Every compiled-in work-group size has an #ifndef default in the file or a prelude. */
         for (int d = 0; d < 3; d++) {
             if (!clf__kernel_defs[k].wg_macro[d]) continue;
             char guard[64];
             snprintf(guard, sizeof(guard), "#ifndef %s\n", clf__kernel_defs[k].wg_macro[d]);
-            int has = strstr(src, guard) != NULL;
-            for (int j = 0; j < CLF_PRELUDES; j++)
-                has |= clf__prog_preludes[p][j] &&
-                       strstr(clf__embedded_find(clf__prog_preludes[p][j]), guard);
-            if (!has) fail_msg("kernel %s: no %s", clf__kernel_defs[k].name, guard);
+            if (!in_program((int)p, guard))
+                fail_msg("kernel %s: no %s", clf__kernel_defs[k].name, guard);
         }
     }
 }

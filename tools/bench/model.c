@@ -24,9 +24,8 @@ typedef struct wlist {
 
 static int add(wlist *w, const char *prefix, const char *name, int64_t rows, int64_t cols,
                double scale, clf_rng *rng) {
-    if (w->n == 64) return 1;
+    if (w->n == 64 || strlen(prefix) + strlen(name) >= sizeof(w->names[0])) return 1;
     size_t i = w->n++;
-    if (strlen(prefix) + strlen(name) >= sizeof(w->names[i])) return 1;
     memcpy(w->names[i], prefix, strlen(prefix));
     memcpy(w->names[i] + strlen(prefix), name, strlen(name) + 1);
     w->shapes[i][0] = rows;
