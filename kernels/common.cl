@@ -5,7 +5,13 @@
  *
  * Contents: CLF_NEG_BIG (finite "minus infinity" for masks and running maxima: -INFINITY is
  * undefined under -cl-finite-math-only / fast-math), vector load/store/reduce helpers for width
- * VW in {1, 2, 4, 8, 16}, and an iota vector.
+ * VW in {1, 2, 4, 8, 16}, an iota vector, and SINCOS.
+ *
+ * Multiply-adds in every kernel are mad(a, b, c): fused where the device fuses them (PoCL on FMA
+ * CPUs, GPUs). Not fma(), which promises the correctly rounded fused result: rusticl reports no
+ * hardware fma and emulates it in integer code, lane by lane, which makes kernels several times
+ * slower to build and to run on llvmpipe. fma() stays only where its exact rounding is the point
+ * (linear_int.cl's rounding to integers); test_host holds every other kernel to that.
  */
 
 #define CLF_NEG_BIG (-FLT_MAX)
@@ -128,6 +134,54 @@ static inline float16 clf_vload_half16(size_t i, const __global half *p) {
 #define clf_priv_vstore4(v, a)  vstore4((v), 0, (a))
 #define clf_priv_vstore8(v, a)  vstore8((v), 0, (a))
 #define clf_priv_vstore16(v, a) vstore16((v), 0, (a))
+
+/*
+ * SINCOS(x, &c): sin x, and cos x into *c, elementwise on a floatV, for |x| < 2^24 (width N:
+ * clf_sincosN). One range reduction serves both: x = k pi/2 + r, |r| <= pi/4, against pi/2 split
+ * in 12-bit pieces (Cody-Waite) with k split in 12-bit halves, so every product that matters is
+ * exact without fma; the small terms add up before r rounds once, and a second k2 fixes k where
+ * x * 2/pi rounded to the wrong integer. Taylor polynomials of degree 9 and 10 on r (truncation
+ * below 2e-9), then the quadrant k mod 4 picks and signs them. Error below 9e-8 absolute over
+ * the whole range with or without contraction to fused multiply-adds (60 M points against
+ * double sin/cos, on both sides of multiples of pi/2).
+ * Not libclc's sin, cos or sincos: they use fma(), which rusticl emulates (above), and a vector
+ * of them took minutes to build on llvmpipe at VW 16.
+ */
+#define CLF_SINCOS_DEF(N)                                                                          \
+    static inline float##N clf_sincos##N(const float##N x, float##N *c) {                          \
+        const float two_pi = 0.63661977236758134f; /* 2 / pi */                                    \
+        const float p1 = 0x1.922p+0f, p2 = -0x1.2aep-18f, p3 = -0x1.deap-31f, p4 = 0x1.184p-44f;   \
+        float##N k = rint(x * two_pi);                                                             \
+        const float##N kh = trunc(k * 0x1p-12f) * 0x1p12f, kl = k - kh;                            \
+        float##N a = x - kh * p1;                                                                  \
+        a = a - kl * p1;                                                                           \
+        a = a - kh * p2;                                                                           \
+        float##N sm = kl * p2 + (kh * p3 + (kl * p3 + k * p4));                                    \
+        const float##N k2 = rint((a - sm) * two_pi);                                               \
+        a = a - k2 * p1;                                                                           \
+        sm = sm + (k2 * p2 + k2 * p3);                                                             \
+        const float##N r = a - sm, r2 = r * r;                                                     \
+        k = k + k2;                                                                                \
+        const float##N s =                                                                         \
+            r + r * r2 *                                                                           \
+                    (-1.6666667e-1f +                                                              \
+                     r2 * (8.3333333e-3f + r2 * (-1.9841270e-4f + r2 * 2.7557319e-6f)));           \
+        const float##N co =                                                                        \
+            1.0f + r2 * (-0.5f + r2 * (4.1666667e-2f +                                             \
+                                       r2 * (-1.3888889e-3f +                                      \
+                                             r2 * (2.4801587e-5f + r2 * -2.7557319e-7f))));        \
+        const float##N q = k - 4.0f * floor(k * 0.25f); /* quadrant 0..3 */                        \
+        const int##N odd = (q == 1.0f) | (q == 3.0f);   /* 1 and 3 swap sin and cos */             \
+        const float##N u = select(s, co, odd), v = select(co, s, odd);                             \
+        *c = select(v, -v, fabs(q - 1.5f) < 1.0f); /* cos < 0 in quadrants 1 and 2 */              \
+        return select(u, -u, q >= 2.0f);           /* sin < 0 in quadrants 2 and 3 */              \
+    }
+CLF_SINCOS_DEF(1)
+CLF_SINCOS_DEF(2)
+CLF_SINCOS_DEF(4)
+CLF_SINCOS_DEF(8)
+CLF_SINCOS_DEF(16)
+#define SINCOS(x, c) CLF_CAT(clf_sincos, VW)((x), (c))
 
 /*
  * CLF_DEFINE_ROW_REDUCE(NAME, OP): defines float NAME(red, lr, t, v), the OP-reduction of v over

@@ -5,12 +5,11 @@
  * allowed), pos(r) = pos_offset + r % seq_len, and the seeds' table computed on the fly:
  *   P[pos, 2j] = sin(pos * 10000^(-2j/d)),  P[pos, 2j+1] = cos(pos * 10000^(-2j/d)).
  * Each work-item handles VW (sin, cos) pairs of PR consecutive rows of one sequence: one vector
- * sincos gives the first row's values, then each next position is a rotation by the pair's
- * frequency f (sin(x+f) = sin x cos f + cos x sin f), 4 multiply-adds instead of a sincos. The
- * rotation adds about 2 ulp per step, below the error of forming the angle p * f in float
- * directly (tests/test_posenc.c states the bound). Scalar
- * sin/cos do not vectorize on PoCL 3.1; the last, partial chunk of a row (odd d included) goes
- * element-wise with direct sin/cos.
+ * SINCOS (common.cl) gives the first row's values, then each next position is a rotation by the
+ * pair's frequency f (sin(x+f) = sin x cos f + cos x sin f), 4 multiply-adds instead of a sincos.
+ * The rotation adds about 2 ulp per step, below the error of forming the angle p * f in float
+ * directly (tests/test_posenc.c states the bound). The last, partial chunk of a row (odd d
+ * included) goes element-wise, through the same SINCOS at width 1.
  *
  * Tunables: VW (pairs per work-item), PR (rows per work-item), WG (work-group size).
  */
@@ -68,8 +67,8 @@ embed_posenc(const __global float *src, /* (V, d) embedding table, or (rows, d) 
         floatV sn = (floatV)(0.0f), cs = (floatV)(0.0f), sd = (floatV)(0.0f), cd = (floatV)(1.0f);
         if (add_pe) {
             const floatV f = exp2(convert_floatV(IOTA + c * VW) * freq_log2);
-            sn = sincos((float)(pos_offset + p0) * f, &cs);
-            sd = sincos(f, &cd); /* one position further: rotate by f */
+            sn = SINCOS((float)(pos_offset + p0) * f, &cs);
+            sd = SINCOS(f, &cd); /* one position further: rotate by f */
         }
         for (int p = 0; p < np; p++) {
             const long row = row0 + p;
@@ -100,8 +99,9 @@ embed_posenc(const __global float *src, /* (V, d) embedding table, or (rows, d) 
         for (int e = e0; e < e1; e++) {
             float v = s[e] * scale;
             if (add_pe) {
-                float angle = pos * exp2((float)(e / 2) * freq_log2);
-                v += (e & 1) ? cos(angle) : sin(angle);
+                float cv;
+                const float sv = clf_sincos1(pos * exp2((float)(e / 2) * freq_log2), &cv);
+                v += (e & 1) ? cv : sv;
             }
             yr[e] = v;
         }

@@ -12,9 +12,9 @@
  * The angle is the fp32 product p * f_i, as Hugging Face computes it, then one sincos.
  *
  * A work-item takes VW consecutive pairs of one row (a 2-D range: chunks of a row, rows): their sin
- * and cos come from vector sin and cos (PoCL 3.1: the scalar forms do not vectorize, PERF.md) and
- * serve every head of the row. Not sincos: Oclgrind 21.10's uninitialized-value check aborts on its
- * private-pointer output. The last chunk of a row, if shorter than VW, goes pair by pair.
+ * and cos come from one vector SINCOS (common.cl: within 9e-8 of the float angle's sin and cos,
+ * where libclc's vector sin and cos took 15 s to build at VW 8 on rusticl) and serve every head of
+ * the row. The last chunk of a row, if shorter than VW, goes pair by pair (SINCOS at width 1).
  *
  * Positions: pos_mode 0: row n of each sequence is at pos_offset + n; 1: positions (B) gives each
  * sequence's offset; 2: positions (B, N) gives every row's position.
@@ -71,15 +71,14 @@ __kernel void rope_rows(__global float *x,                /* (B, N, W), rotated 
             f = VLOAD(0, inv_freq + i0);
         else
             f = exp2(convert_floatV(IOTA + i0) * freq_log2);
-        const floatV a = p * f;
-        PRIV_VSTORE(cos(a), cs);
-        PRIV_VSTORE(sin(a), sn);
+        floatV c;
+        PRIV_VSTORE(SINCOS(p * f, &c), sn);
+        PRIV_VSTORE(c, cs);
     } else {
         for (int j = 0; j < na; j++) {
             const int i = i0 + j;
             const float f = has_freq ? inv_freq[i] : exp2((float)i * freq_log2);
-            cs[j] = cos(p * f);
-            sn[j] = sin(p * f);
+            sn[j] = clf_sincos1(p * f, &cs[j]);
         }
     }
     for (int h = 0; h < heads; h++) {

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "../src/internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,53 @@ static int in_program(int p, const char *text) {
     return found;
 }
 
+/* Calls of the builtin NAME in kernel source src, outside comments. */
+static int calls_of(const char *src, const char *name) {
+    const size_t n = strlen(name);
+    int count = 0;
+    for (const char *c = src; *c; c++) {
+        if (c[0] == '/' && c[1] == '*') {
+            const char *e = strstr(c + 2, "*/");
+            if (!e) break;
+            c = e + 1;
+        } else if (c[0] == '/' && c[1] == '/') {
+            while (c[1] && c[1] != '\n')
+                c++;
+        } else if (strncmp(c, name, n) == 0 && c[n] == '(' &&
+                   (c == src || !(isalnum((unsigned char)c[-1]) || c[-1] == '_'))) {
+            count++;
+        }
+    }
+    return count;
+}
+
+/* kernels/NAME.cl calls fma() only for linear_int's two rounding tricks (rusticl emulates fma in
+ * integer code; mad() is the kernels' multiply-add), and libclc's sin, cos, sincos never (SINCOS
+ * instead). */
+static void check_builtins(const char *name) {
+    static const char *const banned[] = {"fma", "sin", "cos", "sincos"};
+    const char *src = clf__embedded_find(name);
+    assert_non_null(src);
+    for (size_t b = 0; b < sizeof(banned) / sizeof(banned[0]); b++) {
+        const int want = strcmp(name, "linear_int") == 0 && b == 0 ? 2 : 0;
+        const int got = calls_of(src, banned[b]);
+        if (got != want)
+            fail_msg("kernels/%s.cl calls %s() %d times (want %d)", name, banned[b], got, want);
+    }
+}
+
+static void test_kernel_builtins(void **state) {
+    (void)state;
+    assert_int_equal(
+        calls_of("a = fma(b, c); /* fma(x) */ // fma(y)\n e = xfma(f) + fma (g)", "fma"), 1);
+    check_builtins("common");
+    for (int p = 0; p < CLF_PROG_COUNT; p++) {
+        check_builtins(clf__prog_names[p]);
+        for (int i = 0; i < CLF_PRELUDES; i++)
+            if (clf__prog_preludes[p][i]) check_builtins(clf__prog_preludes[p][i]);
+    }
+}
+
 static void test_embedded_sources(void **state) {
     (void)state;
     assert_non_null(clf__embedded_find("common"));
@@ -423,6 +471,7 @@ int main(void) {
         cmocka_unit_test(test_cache_key),
         cmocka_unit_test(test_cache_dir),
         cmocka_unit_test(test_embedded_sources),
+        cmocka_unit_test(test_kernel_builtins),
     };
     return cmocka_run_group_tests_name("host", tests, NULL, NULL);
 }
