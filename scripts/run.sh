@@ -67,9 +67,10 @@ if [ "$oclgrind" = 1 ]; then
     exec ctest --output-on-failure -j1 -L oclgrind
 fi
 # On rusticl the command-line tools' tests (label cli: their host code, and models whose kernels
-# test_minilm and test_lm already run there) and the benchmark's (label bench: its host code and
-# records; its kernels are the suite's, which runs there) are left out: they run on PoCL, with and
-# without the sanitizers, and took 126 s and 111 s of llvmpipe, the bench alone, in CI.
+# test_minilm and test_lm already run there), the benchmark's (label bench: its host code and
+# records; its kernels are the suite's, which runs there) and the Python package's (label python:
+# the binding's host code over the same library and kernels) are left out: they run on PoCL, and
+# took 126 s, 111 s and 466 s of llvmpipe in CI.
 # rusticl_stage: the model split over rusticl and PoCL, run where rusticl is the device;
 # not_rusticl: its one-device and two-PoCL forms, which that one covers on rusticl; mpi: the
 # MPI pipeline (clformer-generate under mpirun, host code), on PoCL only, and not under the
@@ -77,7 +78,7 @@ fi
 exclude='oclgrind|rusticl_stage'
 [ "$sanitize" = ON ] && exclude='oclgrind|rusticl_stage|mpi'
 case "$(echo "${CLF_DEVICE:-}" | tr '[:upper:]' '[:lower:]')" in
-*rusticl* | *llvmpipe*) exclude='oclgrind|cli|bench|not_rusticl|mpi' ;;
+*rusticl* | *llvmpipe*) exclude='oclgrind|cli|bench|python|not_rusticl|mpi' ;;
 esac
 [ "$sanitize" = ON ] || exec ctest --output-on-failure -j"$(nproc)" -LE "$exclude"
 
