@@ -36,16 +36,16 @@
 #define DEFINE_ERF(F, NAME)                                                                        \
     static inline F NAME(F x) {                                                                    \
         const F a = fmin(fabs(x), (F)(3.9f)), t = a * a;                                           \
-        F p = mad(t, (F)(2.050330522e-06f), (F)(2.874518395e-04f));                                \
-        p = mad(p, t, (F)(3.836835036e-03f));                                                      \
-        p = mad(p, t, (F)(5.296677351e-02f));                                                      \
-        p = mad(p, t, (F)(1.919406652e-01f));                                                      \
-        p = mad(p, t, (F)(1.128378987e+00f));                                                      \
-        F q = mad(t, (F)(3.822987128e-05f), (F)(1.181716099e-03f));                                \
-        q = mad(q, t, (F)(1.510912366e-02f));                                                      \
-        q = mad(q, t, (F)(1.147579625e-01f));                                                      \
-        q = mad(q, t, (F)(5.034347773e-01f));                                                      \
-        q = mad(q, t, (F)(1.0f));                                                                  \
+        F p = MAD(t, (F)(2.050330522e-06f), (F)(2.874518395e-04f));                                \
+        p = MAD(p, t, (F)(3.836835036e-03f));                                                      \
+        p = MAD(p, t, (F)(5.296677351e-02f));                                                      \
+        p = MAD(p, t, (F)(1.919406652e-01f));                                                      \
+        p = MAD(p, t, (F)(1.128378987e+00f));                                                      \
+        F q = MAD(t, (F)(3.822987128e-05f), (F)(1.181716099e-03f));                                \
+        q = MAD(q, t, (F)(1.510912366e-02f));                                                      \
+        q = MAD(q, t, (F)(1.147579625e-01f));                                                      \
+        q = MAD(q, t, (F)(5.034347773e-01f));                                                      \
+        q = MAD(q, t, (F)(1.0f));                                                                  \
         return copysign(fmin(a * p / q, (F)(1.0f)), x);                                            \
     }
 DEFINE_ERF(float, erf_poly1)

@@ -149,7 +149,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 floatV dot = qv[g][0] * SLOAD(0, kr);
                 UNROLL_V
                 for (int d = 1; d < NV; d++)
-                    dot = mad(qv[g][d], SLOAD(d, kr), dot);
+                    dot = MAD(qv[g][d], SLOAD(d, kr), dot);
                 sa[jj] = HSUM(dot);
             }
             const floatV s = select((floatV)(CLF_NEG_BIG), PRIV_VLOAD(sa), visible);
@@ -169,7 +169,7 @@ attention_tiled(const __global float *q, /* (B, *, q_rstride) */
                 const __global stype *vr = vb + (long)(j0 + jj) * v_rstride + kvo[g];
                 UNROLL_V
                 for (int d = 0; d < NV; d++)
-                    acc[g][d] = mad((floatV)(pa[jj]), SLOAD(d, vr), acc[g][d]);
+                    acc[g][d] = MAD((floatV)(pa[jj]), SLOAD(d, vr), acc[g][d]);
             }
         }
     }
@@ -218,7 +218,7 @@ __kernel void attention_combine(const __global float *part, /* (B * H * nq, spli
         const __global float *ps = pr + s * (DH + 2);
         const float w = ps[1] > 0.0f ? exp2(ps[0] - m) : 0.0f; /* an empty split adds nothing */
         l += w * ps[1];
-        acc = mad((floatV)(w), VLOAD(d, ps + 2), acc);
+        acc = MAD((floatV)(w), VLOAD(d, ps + 2), acc);
     }
     __global float *orow = out + (b * nq + i) * o_rstride + h * DH;
     VSTORE(acc * (l > 0.0f ? 1.0f / l : 0.0f), d, orow);
@@ -258,7 +258,7 @@ __kernel void attention_transpose_k(const __global stype *k, /* (B, >= nk, k_rst
             const floatV vv = SLOAD(d, vr);                                                        \
             UNROLL_Q                                                                               \
             for (int u = 0; u < QB; u++)                                                           \
-                acc[u][d] = mad((floatV)(pa[u][(jj)]), vv, acc[u][d]);                             \
+                acc[u][d] = MAD((floatV)(pa[u][(jj)]), vv, acc[u][d]);                             \
         }                                                                                          \
     } while (0)
 
@@ -322,7 +322,7 @@ attention_tiled_t(const __global float *q,  /* (B, *, q_rstride) */
                 const floatV kv = VLOAD(0, ktb + (long)j0 * DH + d * VW);
                 UNROLL_Q
                 for (int u = 0; u < QB; u++)
-                    s[u] = mad((floatV)(qs[u][d]), kv, s[u]);
+                    s[u] = MAD((floatV)(qs[u][d]), kv, s[u]);
             }
             UNROLL_Q
             for (int u = 0; u < QB; u++) {

@@ -126,7 +126,7 @@ attention_flash(const __global float *q, /* (B, *, q_rstride) */
             if (jj < a || jj >= e) continue; /* masked for this query: never read */
             floatV dot = qs[r][0] * ks[jj][0];
             for (int d = 1; d < NV; d++)
-                dot = mad(qs[r][d], ks[jj][d], dot);
+                dot = MAD(qs[r][d], ks[jj][d], dot);
             ss[r][jj] = HSUM(dot);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -149,7 +149,7 @@ attention_flash(const __global float *q, /* (B, *, q_rstride) */
 #pragma unroll
             for (int u = 0; u < NA; u++) {
                 const int d = c + u * TPQ;
-                if (d < NV) acc[u] = mad((floatV)(p), vs[jj][d], acc[u]);
+                if (d < NV) acc[u] = MAD((floatV)(p), vs[jj][d], acc[u]);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* the tile is read by all before the next overwrites it */
@@ -207,7 +207,7 @@ attention_flash_split(const __global float *q, const __global stype *k, const __
             const __global stype *kr = kb + (long)j * k_rstride;
             floatV dot = qs[0] * SLOAD(0, kr);
             for (int d = 1; d < NV; d++)
-                dot = mad(qs[d], SLOAD(d, kr), dot);
+                dot = MAD(qs[d], SLOAD(d, kr), dot);
             s = HSUM(dot);
         }
         const float bm = flash_max(red, 0, t, s); /* its barriers also end the last tile's reads */
@@ -228,7 +228,7 @@ attention_flash_split(const __global float *q, const __global stype *k, const __
             const __global stype *vr = vb + (long)(j0 + jj) * v_rstride;
             for (int e = 0; e < ND; e++) {
                 const int d = t + e * WG;
-                if (d < DH) acc[e] = mad(pj, SLOAD1(d, vr), acc[e]);
+                if (d < DH) acc[e] = MAD(pj, SLOAD1(d, vr), acc[e]);
             }
         }
     }

@@ -7,14 +7,19 @@
  * undefined under -cl-finite-math-only / fast-math), vector load/store/reduce helpers for width
  * VW in {1, 2, 4, 8, 16}, an iota vector, and SINCOS.
  *
- * Multiply-adds in every kernel are mad(a, b, c): fused where the device fuses them (PoCL on FMA
- * CPUs, GPUs). Not fma(), which promises the correctly rounded fused result: rusticl reports no
- * hardware fma and emulates it in integer code, lane by lane, which makes kernels several times
- * slower to build and to run on llvmpipe. fma() stays only where its exact rounding is the point
- * (linear_int.cl's rounding to integers); test_host holds every other kernel to that.
+ * Multiply-adds in every kernel are MAD(a, b, c), the expression a * b + c, which OpenCL C lets
+ * the compiler contract into one fused multiply-add (FP_CONTRACT is on by default): PoCL on FMA
+ * CPUs and GPUs fuse it. Not fma(), which promises the correctly rounded fused result: rusticl
+ * reports no hardware fma and emulates it in integer code, lane by lane, which makes kernels
+ * several times slower to build and to run on llvmpipe. Not mad() either: PoCL computes it as a
+ * separate multiply and add (vmulps + vaddps where a * b + c is one vfmadd). fma() stays only
+ * where its exact rounding is the point (linear_int.cl's rounding to integers); test_host holds
+ * every other kernel to that.
  */
 
 #define CLF_NEG_BIG (-FLT_MAX)
+
+#define MAD(a, b, c) ((a) * (b) + (c)) /* contracted to one fused multiply-add where fast */
 
 #define CLF_CAT_(a, b) a##b
 #define CLF_CAT(a, b)  CLF_CAT_(a, b)

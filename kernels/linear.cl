@@ -102,8 +102,8 @@ linear_rows(const __global float *x,                              /* (total_rows
             const float sc = dt_chunk32(w + (long)(o0 + j) * w_rs, c, &w0, &w1, &m);
 #pragma unroll
             for (int r = 0; r < SK_ROWS; r++) {
-                acc[j][r] = mad((float16)(sc), mad(w0, x0[r], w1 * x1[r]), acc[j][r]);
-                if (DT == CLF_DT_Q4_K) accm[j][r] = mad(m, sx[r], accm[j][r]);
+                acc[j][r] = MAD((float16)(sc), MAD(w0, x0[r], w1 * x1[r]), acc[j][r]);
+                if (DT == CLF_DT_Q4_K) accm[j][r] = MAD(m, sx[r], accm[j][r]);
             }
         }
     }
@@ -119,7 +119,7 @@ linear_rows(const __global float *x,                              /* (total_rows
             const floatV wv = dt_loadv(w + (long)(o0 + j) * w_rs, c * VW);
 #pragma unroll
             for (int r = 0; r < SK_ROWS; r++)
-                acc[j][r] = mad(xv[r], wv, acc[j][r]);
+                acc[j][r] = MAD(xv[r], wv, acc[j][r]);
         }
     }
 #endif
@@ -136,7 +136,7 @@ linear_rows(const __global float *x,                              /* (total_rows
     for (int i = nv * VW + l; i < in; i += SK_LW) /* plain types only: blocks are whole vectors */
         for (int j = 0; j < SK_OPI && o0 + j < out; j++)
             for (int r = 0; r < rows; r++)
-                s[j][r] = mad(x[r * (long)in + i], dt_load1(w + (long)(o0 + j) * w_rs, i), s[j][r]);
+                s[j][r] = MAD(x[r * (long)in + i], dt_load1(w + (long)(o0 + j) * w_rs, i), s[j][r]);
 #if SK_LW > 1
     __local float red[SK_LW];
 #pragma unroll
@@ -289,7 +289,7 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
 #define PACKED_RANK1(k)                                                                            \
     _Pragma("unroll") for (int r = 0; r < R; r++) {                                                \
         const floatV xs = (floatV)(xr[r][(k)*xk]);                                                 \
-        _Pragma("unroll") for (int j = 0; j < PK_NV; j++) acc[r][j] = mad(xs, wv[j], acc[r][j]);   \
+        _Pragma("unroll") for (int j = 0; j < PK_NV; j++) acc[r][j] = MAD(xs, wv[j], acc[r][j]);   \
     }
 #if DT_BLOCK > 1
     /* Block types: per scale group the PK_NV vectors of scales and min terms, then per element
@@ -351,14 +351,14 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
                         xs[r] += xv;
 #pragma unroll
                         for (int j = 0; j < PK_NV; j++)
-                            t[r][j] = mad((floatV)(xv), q[j], t[r][j]);
+                            t[r][j] = MAD((floatV)(xv), q[j], t[r][j]);
                     }
                 }
 #pragma unroll
                 for (int r = 0; r < R; r++)
 #pragma unroll
                     for (int j = 0; j < PK_NV; j++)
-                        acc[r][j] = mad(s[j], t[r][j], mad(-m[j], (floatV)(xs[r]), acc[r][j]));
+                        acc[r][j] = MAD(s[j], t[r][j], MAD(-m[j], (floatV)(xs[r]), acc[r][j]));
                 continue;
             }
 #pragma unroll
@@ -367,7 +367,7 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
                 floatV wv[PK_NV];
 #pragma unroll
                 for (int j = 0; j < PK_NV; j++)
-                    wv[j] = mad(s[j], dt_panel_q(pb, pw, e, j * VW), -m[j]);
+                    wv[j] = MAD(s[j], dt_panel_q(pb, pw, e, j * VW), -m[j]);
                 PACKED_RANK1(k);
             }
         }
@@ -410,7 +410,7 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
                 floatV v = act_v(acc[r][j] + bv, act);
                 if (glu) v *= acc[r][ju] + bu;
                 v *= alpha;
-                if (beta != 0.0f) v = mad((floatV)(beta), VLOAD(0, yr + yc), v);
+                if (beta != 0.0f) v = MAD((floatV)(beta), VLOAD(0, yr + yc), v);
                 VSTORE(v, 0, yr + yc);
             } else if (r < nr && cb < lim) {
                 float t[VW], tu[VW];
@@ -425,7 +425,7 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
                     float v = act_s(t[c] + (a.has_bias ? a.bias[c0 + c] : 0.0f), act);
                     if (glu) v *= tu[c] + (a.has_bias ? a.bias[f + cb + c] : 0.0f);
                     v *= alpha;
-                    if (beta != 0.0f) v = mad(beta, yr[yc + c], v);
+                    if (beta != 0.0f) v = MAD(beta, yr[yc + c], v);
                     yr[yc + c] = v;
                 }
             }
@@ -437,7 +437,7 @@ static inline __attribute__((always_inline)) void packed_rows(const packed_args 
 /* wf[b][k][c] = the weight of row b PW + c, column k, as a float (0 past the last row: its zero
  * scale), from the block panels of pack_blocks: the F32 panels of pack_panels, so that many rows
  * run linear_packed of the F32 program, each weight dequantized once per call rather than once
- * per PK_R rows (linear.DQ_ROWS). The values are those packed_rows computes (s q - m, one mad).
+ * per PK_R rows (linear.DQ_ROWS). The values are those packed_rows computes (s q - m, one MAD).
  * One item per vector of PK_NV, block and panel. */
 __kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const int in) {
     const int pw = PK_NV * VW, nblk = in / DT_BLOCK;
@@ -450,7 +450,7 @@ __kernel void unpack_blocks(const __global uchar *wp, __global float *wf, const 
 #pragma unroll
         for (int i = 0; i < DT_SUB; i++) {
             const int e = g * DT_SUB + i;
-            VSTORE(mad(s, dt_panel_q(pb, pw, e, j * VW), -m), 0, dst + (long)e * pw);
+            VSTORE(MAD(s, dt_panel_q(pb, pw, e, j * VW), -m), 0, dst + (long)e * pw);
         }
     }
 }

@@ -231,7 +231,7 @@ CLF_ALWAYS_INLINE void group_scale(const __global uchar *pb, const int pw, const
                 const int xn = NX == 2 ? n : 0;
                 const float dsn = NX == 2 ? ds[r][n][2] : NH == 2 ? ds[r][0][n] : ds[r][0][2];
                 acc[r][j] =
-                    mad(sn * dx[r][xn], convert_floatV(an), mad(-mn, (floatV)(dsn), acc[r][j]));
+                    MAD(sn * dx[r][xn], convert_floatV(an), MAD(-mn, (floatV)(dsn), acc[r][j]));
             }
 }
 

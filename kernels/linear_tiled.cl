@@ -76,7 +76,7 @@ linear_tiled(const __global float *x,                              /* (rows, in)
             for (int i = 0; i < LT_RM; i++)
 #pragma unroll
                 for (int j = 0; j < LT_RN; j++)
-                    acc[i][j] = mad(a[i], b[j], acc[i][j]);
+                    acc[i][j] = MAD(a[i], b[j], acc[i][j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* the tiles are read by all before the next overwrites */
     }

@@ -400,10 +400,10 @@ static int calls_of(const char *src, const char *name) {
 }
 
 /* kernels/NAME.cl calls fma() only for linear_int's two rounding tricks (rusticl emulates fma in
- * integer code; mad() is the kernels' multiply-add), and libclc's sin, cos, sincos never (SINCOS
- * instead). */
+ * integer code), mad() never (PoCL does not fuse it; MAD, common.cl, is the kernels'
+ * multiply-add), and libclc's sin, cos, sincos never (SINCOS instead). */
 static void check_builtins(const char *name) {
-    static const char *const banned[] = {"fma", "sin", "cos", "sincos"};
+    static const char *const banned[] = {"fma", "mad", "sin", "cos", "sincos"};
     const char *src = clf__embedded_find(name);
     assert_non_null(src);
     for (size_t b = 0; b < sizeof(banned) / sizeof(banned[0]); b++) {
