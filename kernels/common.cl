@@ -7,19 +7,27 @@
  * undefined under -cl-finite-math-only / fast-math), vector load/store/reduce helpers for width
  * VW in {1, 2, 4, 8, 16}, an iota vector, and SINCOS.
  *
- * Multiply-adds in every kernel are MAD(a, b, c), the expression a * b + c, which OpenCL C lets
- * the compiler contract into one fused multiply-add (FP_CONTRACT is on by default): PoCL on FMA
- * CPUs and GPUs fuse it. Not fma(), which promises the correctly rounded fused result: rusticl
- * reports no hardware fma and emulates it in integer code, lane by lane, which makes kernels
- * several times slower to build and to run on llvmpipe. Not mad() either: PoCL computes it as a
- * separate multiply and add (vmulps + vaddps where a * b + c is one vfmadd). fma() stays only
- * where its exact rounding is the point (linear_int.cl's rounding to integers); test_host holds
- * every other kernel to that.
+ * Multiply-adds in every kernel are MAD(a, b, c). Where the device fuses them in hardware
+ * (CLF_HW_FMA, which the library defines from CL_FP_FMA: PoCL on FMA CPUs, GPUs) MAD is fma():
+ * PoCL unrolls and keeps in registers the packed kernels' accumulators with fma(), while with
+ * a * b + c its LLVM left linear_packed's row loop rolled, the accumulators on the stack, at a
+ * third of the speed. Elsewhere MAD is a * b + c, which OpenCL C may contract: rusticl reports
+ * no hardware fma and emulates fma() in integer code, lane by lane, which made kernels several
+ * times slower to build and to run on llvmpipe. Never mad(): PoCL computes it as a separate
+ * multiply and add. Outside MAD, fma() stays only where its exact rounding is the point
+ * (linear_int.cl's rounding to integers); test_host holds every kernel file to that.
  */
 
 #define CLF_NEG_BIG (-FLT_MAX)
 
-#define MAD(a, b, c) ((a) * (b) + (c)) /* contracted to one fused multiply-add where fast */
+#ifndef CLF_HW_FMA
+#define CLF_HW_FMA 0
+#endif
+#if CLF_HW_FMA
+#define MAD(a, b, c) fma((a), (b), (c))
+#else
+#define MAD(a, b, c) ((a) * (b) + (c))
+#endif
 
 #define CLF_CAT_(a, b) a##b
 #define CLF_CAT(a, b)  CLF_CAT_(a, b)

@@ -89,6 +89,9 @@ clf_status clf__device_query(cl_platform_id platform, cl_device_id d, clf_device
     info->has_fp64 = has_extension(d, "cl_khr_fp64");
     info->has_subgroups =
         has_extension(d, "cl_khr_subgroups") || has_extension(d, "cl_intel_subgroups");
+    cl_device_fp_config fp = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, NULL) == CL_SUCCESS)
+        info->has_fma = (fp & CL_FP_FMA) != 0;
     info->is_simulator = clf__is_simulator(info);
     return CL_SUCCESS;
 }

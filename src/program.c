@@ -309,12 +309,14 @@ static clf_status kernel_text(clf_context *ctx, const char *name, char **out) {
     return *out ? CLF_SUCCESS : clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
-/* The storage types' ids, from include/clformer/dtypes.def, as kernels/dtypes.cl reads them. */
-static size_t dtype_ids(char *buf, size_t size) {
-    size_t off = 0;
+/* What every program's source starts with: whether the device fuses multiply-adds in hardware
+ * (CLF_HW_FMA, common.cl's MAD), and the storage types' ids from include/clformer/dtypes.def, as
+ * kernels/dtypes.cl reads them. */
+static size_t source_head(const clf_context *ctx, char *buf, size_t size) {
+    int w = snprintf(buf, buf ? size : 0, "#define CLF_HW_FMA %d\n", ctx->info.has_fma ? 1 : 0);
+    size_t off = w > 0 ? (size_t)w : 0;
     for (size_t i = 0; i < clf__dtype_count; i++) {
-        const int w =
-            snprintf(buf ? buf + off : NULL, buf ? size - off : 0, "#define CLF_DT_%s %d\n",
+        w = snprintf(buf ? buf + off : NULL, buf ? size - off : 0, "#define CLF_DT_%s %d\n",
                      clf__dtypes[i].name, (int)clf__dtypes[i].dtype);
         off += w > 0 ? (size_t)w : 0;
     }
@@ -330,14 +332,14 @@ clf_status clf__program_source(clf_context *ctx, clf_prog_id prog, char **out) {
     names[NP - 1] = clf__prog_names[prog];
     char *parts[NP] = {NULL};
     clf_status st = CLF_SUCCESS;
-    size_t n = 1 + dtype_ids(NULL, 0);
+    size_t n = 1 + source_head(ctx, NULL, 0);
     for (int i = 0; i < NP && st == CLF_SUCCESS; i++)
         if (names[i] && (st = kernel_text(ctx, names[i], &parts[i])) == CLF_SUCCESS)
             n += strlen(parts[i]) + strlen(names[i]) + 32;
     if (st == CLF_SUCCESS && !(*out = malloc(n)))
         st = clf__fail(ctx, CLF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (st == CLF_SUCCESS) {
-        size_t off = dtype_ids(*out, n);
+        size_t off = source_head(ctx, *out, n);
         for (int i = 0; i < NP; i++) /* each part keeps its own file name and line numbers */
             if (parts[i])
                 off += (size_t)snprintf(*out + off, n - off, "\n#line 1 \"%s.cl\"\n%s\n", names[i],

@@ -205,9 +205,17 @@ def occupancy_sm90(regs, smem, threads):
 
 
 def compile_program(key, log, targets, tools):
-    src, opts = os.path.join(log, key + ".cl"), open(os.path.join(log, key + ".opts")).read().split()
+    opts = open(os.path.join(log, key + ".opts")).read().split()
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # Recorded on Oclgrind, which reports no hardware FMA: every target here has one (its
+        # driver reports CL_FP_FMA), so its programs are built with MAD as fma() (common.cl).
+        text = open(os.path.join(log, key + ".cl"), "rb").read()
+        head = b"#define CLF_HW_FMA 0\n"
+        if not text.startswith(head):
+            return key, {t: (None, "recorded source does not start with %r" % head) for t in targets}
+        src = os.path.join(tmp, key + ".cl")
+        open(src, "wb").write(b"#define CLF_HW_FMA 1\n" + text[len(head):])
         for t in targets:
             sub = os.path.join(tmp, t)
             os.mkdir(sub)

@@ -97,6 +97,7 @@ typedef struct clf_device_info {
     int has_fp64;
     int has_subgroups;
     int is_simulator; /* 1: a simulator (Oclgrind); never picked unless a spec names it */
+    int has_fma;      /* 1: fused multiply-add in hardware (CL_FP_FMA in its float config) */
 } clf_device_info;
 
 /* Lists every device of every platform. Writes up to `capacity` entries to `infos` (may be NULL

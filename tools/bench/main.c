@@ -79,14 +79,15 @@ static int list_devices(void) {
         printf("      vendor %s, driver %s, %s, %u CUs @ %u MHz, %.1f GiB global (max alloc %.1f "
                "GiB), "
                "%.0f KiB local (%s), max work-group %llu, float vector %u/%u, fp16 %s, fp64 %s, "
-               "sub-groups %s\n",
+               "sub-groups %s, fma %s\n",
                d[i].vendor, d[i].driver_version, d[i].opencl_c_version, d[i].compute_units,
                d[i].clock_mhz, (double)d[i].global_mem_bytes / (1 << 30),
                (double)d[i].max_alloc_bytes / (1 << 30), (double)d[i].local_mem_bytes / 1024,
                d[i].local_mem_dedicated ? "dedicated" : "global",
                (unsigned long long)d[i].max_work_group_size, d[i].preferred_vector_width_float,
                d[i].native_vector_width_float, d[i].has_fp16 ? "yes" : "no",
-               d[i].has_fp64 ? "yes" : "no", d[i].has_subgroups ? "yes" : "no");
+               d[i].has_fp64 ? "yes" : "no", d[i].has_subgroups ? "yes" : "no",
+               d[i].has_fma ? "yes" : "no");
     }
     free(d);
     return 0;

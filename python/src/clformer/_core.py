@@ -35,6 +35,7 @@ class Device:
     fp64: bool
     subgroups: bool
     simulator: bool  #: Oclgrind: never chosen unless named
+    fma: bool  #: fused multiply-add in hardware
     opencl_version: str
     driver_version: str
 
@@ -58,6 +59,7 @@ def _device(info: _lib.DeviceInfo) -> Device:
         fp64=bool(info.has_fp64),
         subgroups=bool(info.has_subgroups),
         simulator=bool(info.is_simulator),
+        fma=bool(info.has_fma),
         opencl_version=s(info.device_version),
         driver_version=s(info.driver_version),
     )

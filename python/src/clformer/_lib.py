@@ -72,6 +72,7 @@ class DeviceInfo(Structure):  # clf_device_info
         ("has_fp64", c_int),
         ("has_subgroups", c_int),
         ("is_simulator", c_int),
+        ("has_fma", c_int),
     ]
 
 
