@@ -66,7 +66,8 @@
 #define RESCALE 8.0f /* lazy rescaling threshold (log2 units), see below */
 #endif
 #ifndef UNROLL
-#define UNROLL 0 /* unroll loops over register arrays of at most this many vectors (0: none) */
+#define UNROLL 0 /* unroll loops over register arrays of at most this many vectors (0: none
+                  * asked, -1: none allowed) */
 #endif
 
 #define NV (DH / VW)
@@ -82,6 +83,11 @@
  * attention_tiled_t, UNROLL_Q: loops over the QB queries (score vectors, running sums);
  * UNROLL_T: loops over the NV vectors of the QB x NV accumulators. UNROLL_V: attention_tiled's
  * loops over one head's NV vectors. */
+#if UNROLL < 0 /* all rolled: llvmpipe's LLVM unrolls them itself and JITs for seconds */
+#define UNROLL_T _Pragma("unroll 1")
+#define UNROLL_Q _Pragma("unroll 1")
+#define UNROLL_V _Pragma("unroll 1")
+#else
 #if QB * NV <= UNROLL
 #define UNROLL_T _Pragma("unroll")
 #else
@@ -96,6 +102,7 @@
 #define UNROLL_V _Pragma("unroll")
 #else
 #define UNROLL_V
+#endif
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void
