@@ -66,8 +66,7 @@
 #define RESCALE 8.0f /* lazy rescaling threshold (log2 units), see below */
 #endif
 #ifndef UNROLL
-#define UNROLL 0 /* unroll loops over register arrays of at most this many vectors (0: none
-                  * asked, -1: none allowed) */
+#define UNROLL 0 /* unroll loops over register arrays of <= this many vectors; -1: keep rolled */
 #endif
 
 #define NV (DH / VW)

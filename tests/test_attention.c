@@ -274,8 +274,10 @@ static void use_attention_style(int s) {
     /* The CPU-like style with the device's unrolling (attention.UNROLL: on CPUs the loops over
      * the register arrays unroll), the others rolled, as on GPUs: unrolled programs compile
      * several times slower, and every style is a cold compile of every head size in CI. */
-    static int64_t unroll = -1;
-    if (unroll < 0) CLF_OK(clf_context_get_tunable(g_ctx, "attention.UNROLL", &unroll));
+    static int64_t unroll;
+    static int have_unroll;
+    if (!have_unroll) CLF_OK(clf_context_get_tunable(g_ctx, "attention.UNROLL", &unroll));
+    have_unroll = 1;
     CLF_OK(clf_context_set_tunable(g_ctx, "attention.UNROLL", s == 0 || unroll < 0 ? unroll : 0));
 }
 
