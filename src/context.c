@@ -86,6 +86,11 @@ static clf_status finish_setup(clf_context *ctx, const clf_context_params *p) {
             return CLF_ERROR_IO;
         }
     }
+    if (p->program_log_only && !p->program_log_dir) {
+        set_buf(p, "program_log_only needs a program_log_dir");
+        return CLF_ERROR_INVALID_ARGUMENT;
+    }
+    ctx->program_log_only = p->program_log_only != 0;
     ctx->tuning = calloc(1, sizeof(*ctx->tuning));
     if (!ctx->tuning) return CLF_ERROR_OUT_OF_MEMORY;
     ctx->tuning->dir = p->cache_dir ? strdup(p->cache_dir) : clf__default_cache_dir();

@@ -285,6 +285,7 @@ struct clf_context {
     char *cache_dir;       /* owned; NULL when the disk cache is off */
     char *kernel_dir;      /* owned; NULL: embedded sources */
     char *program_log_dir; /* owned; NULL: off (clf_context_params.program_log_dir) */
+    int program_log_only;  /* clf_context_params.program_log_only: clf__launch enqueues nothing */
 
     char *error;   /* detail message of the last failure, owned ("" when none) */
     char *warning; /* the last warning (an ignored tuning file), owned, NULL when none */

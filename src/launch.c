@@ -338,6 +338,16 @@ clf_status clf__launch(clf_context *ctx, clf_kernel_id id, cl_kernel k, cl_uint 
     }
     for (cl_uint d = 0; d < dims; d++)
         if (global[d] == 0) return CLF_SUCCESS; /* nothing to do */
+    if (ctx->program_log_only) {
+        /* recorded at clf__kernel_fit; the launch only checked as an OpenCL 1.2 driver would */
+        for (cl_uint d = 0; local && d < dims; d++)
+            if (global[d] % local[d] != 0)
+                return clf__fail(ctx, CLF_ERROR_INTERNAL,
+                                 "kernel %s: global size %zu in dim %u is not a multiple of its "
+                                 "work-group's %zu",
+                                 clf__kernel_defs[id].name, global[d], d, local[d]);
+        return CLF_SUCCESS;
+    }
     cl_event ev = NULL;
     cl_int err = clf__fault(ctx, CLF_FAULT_ENQUEUE)
                      ? CL_OUT_OF_RESOURCES

@@ -25,6 +25,7 @@ int main(void) {
     F(clf_context_params, device_profile);
     F(clf_context_params, error);
     F(clf_context_params, gemm_tuning);
+    F(clf_context_params, program_log_only);
     S(clf_load_params);
     F(clf_load_params, cache_dtype);
     S(clf_shard);

@@ -311,11 +311,51 @@ static void test_program_log(void **state) {
     assert_non_null(strstr(err.message, "/proc/clformer-cannot-make-this"));
 }
 
+/* program_log_only records as program_log_dir does but runs nothing: a softmax's output keeps
+ * what was written before it, its kernel is in kernels.tsv; the option without a folder is
+ * refused with a message. */
+static void test_program_log_only(void **state) {
+    (void)state;
+    static char tsv[8192];
+    char dir[256], path[600];
+    snprintf(dir, sizeof(dir), "%s/clf-program-log-only-%ld", P_tmpdir, (long)getpid());
+    clf_context_params p = clf_context_default_params();
+    clf_error err;
+    p.error = &err;
+    p.program_log_only = 1;
+    clf_context *ctx = NULL;
+    assert_int_equal(clf_context_create(&ctx, &p), CLF_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(err.message, "program_log_dir"));
+    p.disk_cache = 0;
+    p.program_log_dir = dir;
+    CLF_OK(clf_context_create(&ctx, &p));
+    int64_t shape[2] = {3, 40};
+    clf_tensor *x = NULL, *y = NULL;
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, shape, &x));
+    CLF_OK(clf_tensor_create(ctx, CLF_F32, 2, shape, &y));
+    CLF_OK(clf_tensor_fill(x, 1.0));
+    CLF_OK(clf_tensor_fill(y, 7.0));
+    CLF_OK(clf_softmax(ctx, x, y, NULL));
+    float got[120];
+    CLF_OK(clf_tensor_read(y, got, sizeof(got)));
+    for (int i = 0; i < 120; i++)
+        assert_true(got[i] == 7.0f); /* a softmax that ran would give 1/40 */
+    clf_tensor_free(x);
+    clf_tensor_free(y);
+    clf_context_free(ctx);
+    snprintf(path, sizeof(path), "%s/kernels.tsv", dir);
+    assert_true(read_small(path, tsv, sizeof(tsv)) > 0);
+    assert_non_null(strstr(tsv, "\tsoftmax_rows\t"));
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warmup_covers_calls), cmocka_unit_test(test_disk_cache),
         cmocka_unit_test(test_profiling),           cmocka_unit_test(test_kernel_dir_override),
-        cmocka_unit_test(test_program_log),
+        cmocka_unit_test(test_program_log),         cmocka_unit_test(test_program_log_only),
     };
     return HARNESS_RUN("programs", tests);
 }

@@ -143,6 +143,12 @@ typedef struct clf_context_params {
      * built-in values for its device type; 0: leave CLBlast's own defaults. CLBlast keeps
      * overrides per device for the whole process, so contexts on one device share them. */
     int gemm_tuning;
+    /* Developer option, with program_log_dir (scripts/gpu-compile-check.sh): build, fit and
+     * record every library kernel as above but enqueue none of them, so that a simulator records
+     * a profile's programs without running them; outputs are left unwritten. A launch is still
+     * checked as the driver would check it (its work-group within what the kernel allows, the
+     * global size a multiple of it). 0 (default): off. */
+    int program_log_only;
 } clf_context_params;
 
 CLF_API clf_context_params clf_context_default_params(void);

@@ -5,10 +5,13 @@
  * Oclgrind (which takes the GPU column of the tunables) and compiles what it records with the
  * NVIDIA, AMD and Intel offline compilers.
  *
- *   clformer-gpu-variants --log DIR [--device SPEC] [--profile VENDOR] [--tunable NAME=VALUE ...]
+ *   clformer-gpu-variants --log DIR [--device SPEC] [--profile VENDOR] [--record-only]
+ *                         [--tunable NAME=VALUE ...]
  *
  * --profile: clf_context_params.device_profile (nvidia, amd-cdna, amd-rdna, intel): the tunables
  * that vendor's GPUs get.
+ * --record-only: clf_context_params.program_log_only: every kernel built, fitted and recorded,
+ * none run (on Oclgrind, running them was three quarters of a profile's 55 s).
  *
  * What it runs, on tiny shapes (what matters is which programs get built, not the numbers): every
  * non-attention op with its real launch (so the logged work-group is the launched one), then
@@ -179,7 +182,7 @@ done:
 int main(int argc, char **argv) {
     const char *log = NULL, *spec = NULL, *profile = NULL;
     const char *tunables[32];
-    int n_tunables = 0;
+    int n_tunables = 0, record_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--log") && i + 1 < argc) {
             log = argv[++i];
@@ -187,11 +190,13 @@ int main(int argc, char **argv) {
             spec = argv[++i];
         } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
             profile = argv[++i];
+        } else if (!strcmp(argv[i], "--record-only")) {
+            record_only = 1;
         } else if (!strcmp(argv[i], "--tunable") && i + 1 < argc && n_tunables < 32) {
             tunables[n_tunables++] = argv[++i];
         } else {
             fprintf(stderr, "usage: clformer-gpu-variants --log DIR [--device SPEC] "
-                            "[--profile VENDOR] [--tunable NAME=VALUE ...]\n");
+                            "[--profile VENDOR] [--record-only] [--tunable NAME=VALUE ...]\n");
             return 2;
         }
     }
@@ -204,6 +209,7 @@ int main(int argc, char **argv) {
     cp.device_spec = spec;
     cp.program_log_dir = log;
     cp.device_profile = profile;
+    cp.program_log_only = record_only;
     cp.disk_cache = 0; /* every program through the compiler: nothing to gain from a cache */
     cp.error = &err;
     clf_status st = clf_context_create(&g_ctx, &cp);

@@ -87,6 +87,7 @@ class ContextParams(Structure):  # clf_context_params
         ("device_profile", c_char_p),
         ("error", POINTER(Error)),
         ("gemm_tuning", c_int),
+        ("program_log_only", c_int),
     ]
 
 
