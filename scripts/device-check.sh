@@ -21,7 +21,9 @@
 # CLF_DEVCHECK_TEST_TIMEOUT (s per test program, default 600), CLF_DEVCHECK_BENCH_TIMEOUT (s,
 # default 900), CLF_DEVCHECK_JOBS (test programs side by side, default min(cores, 4)),
 # CLF_DEVCHECK_ONLY (a bash regular expression: only the programs whose names match),
-# CLF_DEVCHECK_BENCH_OPS (the bench's --ops list: only those records, after the peaks).
+# CLF_DEVCHECK_BENCH_OPS (the bench's --ops list: only those records, after the peaks),
+# CLF_DEVCHECK_BENCH_FLOORS (OP=PCT,...: the bench's --floor each, so that a record under that
+# share of its roof fails the check: CI's speed gate).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -192,6 +194,9 @@ line_buffered=""
 command -v stdbuf >/dev/null && line_buffered="stdbuf -oL"
 bench_ops=()
 [ -n "${CLF_DEVCHECK_BENCH_OPS:-}" ] && bench_ops=(--ops "$CLF_DEVCHECK_BENCH_OPS")
+for f in ${CLF_DEVCHECK_BENCH_FLOORS//,/ }; do
+    bench_ops+=(--floor "$f")
+done
 timeout "${CLF_DEVCHECK_BENCH_TIMEOUT:-900}" $line_buffered "$dir/bin/clformer-bench" --quick "${bench_ops[@]}" \
     --json "$out/bench.json" >"$out/bench.txt" 2>"$out/bench.log" || bench_rc=$?
 
@@ -203,7 +208,9 @@ timeout "${CLF_DEVCHECK_BENCH_TIMEOUT:-900}" $line_buffered "$dir/bin/clformer-b
         sed -n '1,/^op /p' "$out/bench.txt"
         grep -E '^(gemm|attention_decode|attention_tiled +1x8x2048)' "$out/bench.txt"
         grep -E '^(encoder_layer|decoder_step|model_minilm)' -A1 "$out/bench.txt" | grep -v '^--$'
+        grep '^floor: ' "$out/bench.txt"
     else
+        grep '^floor: ' "$out/bench.txt"
         echo "  clformer-bench failed ($bench_rc): see $out/bench.log"
     fi
 } | tee -a "$out/summary.txt"

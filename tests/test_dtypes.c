@@ -559,14 +559,17 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
          * defaults do not take (8 columns a vector where they take 16, else 16: both on CPUs),
          * one vector a panel, 3 rows a work-item (linear_packed at 3 and more rows; _1, _2).
          * Block types' few rows (pairs_group) so take x86's pmaddwd at both widths on PoCL and
-         * the portable integers on rusticl and Oclgrind (SPIR targets). */
+         * the portable integers on rusticl and Oclgrind (SPIR targets), there at 8 columns:
+         * the same code as at 16 in half the vector, where llvmpipe's compiler took 5-12 s over
+         * each 16-wide kernel (most of this test's time on rusticl). */
         static const char *pk_names[] = {"linear.PACK", "linear.VW", "linear.PK_NV", "linear.PK_R",
                                          "linear.PK_GM"};
         int64_t pk_style[] = {1, 16, 1, 3, 2};
         int64_t pk_defaults[5];
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_get_tunable(g_ctx, pk_names[i], &pk_defaults[i]));
-        pk_style[1] = pk_defaults[1] == 16 ? 8 : 16;
+        const int packs = pk_defaults[0] && (pk_defaults[1] == 8 || pk_defaults[1] == 16);
+        pk_style[1] = pk_defaults[1] == 16 || !packs ? 8 : 16;
         for (int i = 0; i < 5; i++)
             CLF_OK(clf_context_set_tunable(g_ctx, pk_names[i], pk_style[i]));
         typed_shapes(level ? 2 : 1);
@@ -577,7 +580,6 @@ static void typed_styles_of(int level, const clf_dtype *types, size_t n_types) {
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", 0));
         typed_shapes(level ? 2 : 1);
         CLF_OK(clf_context_set_tunable(g_ctx, "linear.QX", qx));
-        const int packs = pk_defaults[0] && (pk_defaults[1] == 8 || pk_defaults[1] == 16);
         typed_lq(level, packs);
         /* Many rows in integers too (linear.QROWS 3: quantize_x, then linear_packed_xq at
          * 3 rows and more), x in int16 and, with linear.QX 2, in int8 for the few rows and the

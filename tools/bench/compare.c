@@ -119,3 +119,27 @@ int bench_compare_results(const bench_results *cur, const bench_results *base, d
             regressions, missing);
     return regressions;
 }
+
+int bench_check_floors(const bench_results *cur, const char *const *floors, int n, FILE *out) {
+    int failed = 0;
+    for (int f = 0; f < n; f++) {
+        const char *eq = strchr(floors[f], '=');
+        const int len = (int)(eq - floors[f]);
+        const double pct = atof(eq + 1);
+        int seen = 0;
+        for (size_t i = 0; i < cur->n; i++) {
+            const bench_result *c = &cur->items[i];
+            if ((int)strlen(c->op) != len || strncmp(c->op, floors[f], (size_t)len) != 0) continue;
+            seen = 1;
+            const int bad = !(c->pct_peak >= pct); /* a record without a time fails too */
+            failed += bad;
+            fprintf(out, "floor: %s at %.1f%% of its roof (%s), floor %.1f%%%s\n", c->op,
+                    c->pct_peak, c->bound ? c->bound : "-", pct, bad ? ": UNDER THE FLOOR" : "");
+        }
+        if (!seen) {
+            fprintf(out, "floor: %.*s: no such record in this run\n", len, floors[f]);
+            failed++;
+        }
+    }
+    return failed;
+}

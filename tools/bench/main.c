@@ -51,6 +51,9 @@ static void usage(FILE *f) {
                "  --plot FILE     write a roofline of every op as SVG\n"
                "  --compare BASE  print each record's ratio to a saved JSON run, flag regressions\n"
                "  --threshold R   a regression is a speed ratio below R (default 0.8)\n"
+               "  --floor OP=PCT  fail (exit 1) unless record OP reaches PCT %% of its roof,\n"
+               "                  the peak measured alongside (repeatable; a speed gate that\n"
+               "                  holds across machines, unlike a saved baseline)\n"
                "  --compare-only CUR BASE  compare two saved JSON runs, measure nothing\n"
                "  --help          this text\n");
 }
@@ -168,6 +171,8 @@ typedef struct cli {
     double threshold;
     const char *sets[32];
     int n_sets;
+    const char *floors[16];
+    int n_floors;
 } cli;
 
 /* "out.json" + 2 -> "out.2.json" (for --all-devices); NULL stays NULL. */
@@ -252,7 +257,7 @@ static int run_device(cli *c, const char *spec, const char *json, const char *cs
     if (json && bench_write_json(json, &info, &peaks, &results)) goto done;
     if (csv && bench_write_csv(csv, &results)) goto done;
     if (svg && bench_write_svg(svg, &info, &peaks, &results)) goto done;
-    rc = 0;
+    rc = c->n_floors && bench_check_floors(&results, c->floors, c->n_floors, stdout) ? 1 : 0;
 done:
     bench_roof_free(&roof);
     clf_context_free(ctx);
@@ -314,6 +319,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             c.sets[c.n_sets++] = argv[++i];
+        } else if (strcmp(a, "--floor") == 0) {
+            const char *eq = strchr(v, '=');
+            char *end = NULL;
+            if (c.n_floors == 16 || !eq || eq == v || !(strtod(eq + 1, &end) > 0) || *end) {
+                fprintf(stderr, "clformer-bench: --floor takes OP=PCT, PCT > 0 (at most 16)\n");
+                return 2;
+            }
+            c.floors[c.n_floors++] = argv[++i];
         } else {
             fprintf(stderr, "clformer-bench: unknown or incomplete option '%s'\n", a);
             usage(stderr);
