@@ -216,6 +216,32 @@ clf_status clf__lm_allreduce(clf_context *ctx, const clf_lm *m, float *x, int64_
                      (long long)n);
 }
 
+/* Shared by the blocks (lm.h). */
+clf_status clf__lm_attend(clf_context *ctx, const clf_lm *m, clf_tensor *kv, const int64_t *lengths,
+                          const int64_t *n_new, clf_lm_ws *ws, int appended) {
+    const clf_lm_info *in = &m->cfg.info;
+    const int64_t B = ws->qkv.shape[0], T = ws->qkv.shape[1];
+    const size_t q = (size_t)(in->heads * in->head_dim), w = (size_t)(in->kv_heads * in->head_dim);
+    /* The new rows' K | V into each sequence's cache: one copy when all sequences are alike. */
+    bool alike = true;
+    for (int64_t b = 1; b < B; b++)
+        alike = alike && lengths[b] == lengths[0] && n_new[b] == n_new[0];
+    for (int64_t b = 0; b < B && !appended; b += alike ? B : 1) {
+        if (!n_new[b]) continue;
+        const clf_rows_at src = {&ws->qkv, q + 2 * w, (size_t)T, q, 0};
+        const clf_rows_at dst = {kv, 2 * w, (size_t)kv->shape[1], 0, (size_t)lengths[b]};
+        CLF_TRY(clf__copy_rows(ctx, &src, &dst, 2 * w, (size_t)n_new[b], (size_t)b,
+                               alike ? (size_t)B : 1));
+    }
+    clf_attention_params ap = clf_attention_default_params(in->heads, in->head_dim);
+    ap.kv_heads = in->kv_heads;
+    ap.v_col = (int64_t)w;
+    ap.nk = ws->nk;
+    ap.mask.valid_lens = &ws->lens; /* (B, T): causal within each sequence */
+    ap.mask.window = m->cfg.window; /* Mistral's sliding window (0: none) */
+    return clf_attention(ctx, &ws->qkv, kv, kv, &ws->att, &ap);
+}
+
 clf_status clf__lm_reduce(clf_context *ctx, const clf_lm *m, clf_lm_ws *ws, clf_tensor *y) {
     if (m->shard.size <= 1) return CLF_SUCCESS;
     if (*ws->reduce_n < y->numel) { /* grows to the largest step's stream, then stays */

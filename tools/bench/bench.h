@@ -187,10 +187,10 @@ int bench_write_svg(const char *path, const clf_device_info *d, const bench_peak
                     const bench_results *r);
 /* Reads the results of a saved JSON run (0 on success). */
 int bench_load_results(const char *path, bench_results *r);
-/* Prints each record's ratio to its baseline; returns the number of regressions. */
 /* --floor OP=PCT: each named record's pct_peak against its floor, a line each to out; the count
  * under a floor or missing from cur. */
 int bench_check_floors(const bench_results *cur, const char *const *floors, int n, FILE *out);
+/* Prints each record's ratio to its baseline; returns the number of regressions. */
 int bench_compare_results(const bench_results *cur, const bench_results *base, double threshold,
                           FILE *out);
 
